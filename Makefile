@@ -1,0 +1,30 @@
+# Two entry points for a fresh machine (see README): `make demo` and `make test`.
+# Each creates .venv and installs what it needs; only the package registries are used.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test install bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# torch first: the CPU wheel (2.13.0) so the project's torch range pulls no CUDA build.
+	$(BIN)/pip install --quiet "torch==2.13.0"
+	$(BIN)/pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/evokernel demo --out runs/demo
+
+test: $(STAMP)
+	bash scripts/run_tests.sh
+
+bench: $(STAMP)
+	$(BIN)/python -m benchmarks
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

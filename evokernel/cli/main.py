@@ -1,0 +1,31 @@
+"""Entry point of the `evokernel` console script.
+
+Each command lives in its own module (``evokernel/cli/<name>_cmd.py``) exposing ``register(app)``;
+this module only assembles them and keeps start-up cheap (heavy imports happen inside commands).
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+
+import typer
+
+app = typer.Typer(
+    name="evokernel",
+    help="LLM-driven kernel synthesis with a value-driven memory: build benchmarks, verify kernels, "
+    "run campaigns, query the memory lake, write reports.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+COMMAND_MODULES = (
+    "config_cmd",
+)
+
+for _name in COMMAND_MODULES:
+    import_module(f"evokernel.cli.{_name}").register(app)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    app()

@@ -1,0 +1,98 @@
+"""EvoKernel settings: one typed object, read from EVOKERNEL_* environment variables, an
+optional TOML file (``EVOKERNEL_CONFIG`` or ``--config``), and explicit overrides, in that order
+of increasing priority. Unknown keys are errors, never silently ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+Method = Literal["evokernel", "pass-at-k", "refinement", "heuristic"]
+
+
+class ConfigError(ValueError):
+    """A configuration problem, reported as one line naming the source and the key."""
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="EVOKERNEL_", extra="forbid", frozen=True)
+
+    # where things live
+    lake: Path = Path("runs/lake")
+    build: Path = Path("runs/build-cpu")
+    reports: Path = Path("runs/reports")
+
+    # what to run
+    backend: str = "cpu"
+    llm: str = "scripted:demo"
+    method: Method = "evokernel"
+
+    # budget per task (shared by drafting and refining)
+    budget: int = Field(30, ge=1)
+    max_tokens_per_task: int = Field(2_000_000, ge=1)
+    max_seconds_per_task: float = Field(3600.0, gt=0)
+
+    # value-driven retrieval (paper: K = lambda * N; MemRL defaults for alpha, epsilon, Q init)
+    alpha: float = Field(0.3, gt=0, le=1)
+    epsilon: float = Field(0.1, ge=0, le=1)
+    retrieval_n: int = Field(5, ge=1)
+    retrieval_lambda: int = Field(3, ge=1)
+    q_init: float = 0.0
+
+    # LLM calls
+    llm_max_retries: int = Field(5, ge=0)
+    llm_retry_budget_s: float = Field(300.0, gt=0)
+    llm_max_output_tokens: int = Field(8192, ge=256)
+    llm_temperature: float = Field(0.7, ge=0, le=2)
+
+    # verification
+    verify_threads: int = Field(2, ge=1)
+    verify_timeout_s: float = Field(300.0, gt=0)
+    verify_concurrency: int = Field(1, ge=1)
+    correctness_trials: int = Field(5, ge=5)
+    latency_rounds: int = Field(30, ge=5)
+
+    # orchestration
+    task_runner: Literal["threads", "dask"] = "threads"
+
+
+# Environment variables with the prefix that are not settings (pydantic-settings ignores them).
+_ENV_NOT_SETTINGS = {"EVOKERNEL_CONFIG"}
+
+
+def _reject_unknown_env() -> None:
+    known = {f"EVOKERNEL_{name.upper()}" for name in Settings.model_fields} | _ENV_NOT_SETTINGS
+    for key in sorted(os.environ):
+        if key.upper().startswith("EVOKERNEL_") and key.upper() not in known:
+            raise ConfigError(f"environment: {key}: unknown setting (known: see `evokernel config`)")
+
+
+def load_settings(config_file: str | Path | None = None, **overrides) -> Settings:
+    """Build Settings from env, an optional TOML file and overrides; raise ConfigError on bad input."""
+    file_values: dict = {}
+    source = "environment"
+    config_file = config_file if config_file is not None else os.environ.get("EVOKERNEL_CONFIG")
+    if config_file is not None:
+        path = Path(config_file)
+        source = str(path)
+        try:
+            file_values = tomllib.loads(path.read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"{path}: config file not found") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: invalid TOML ({exc})") from None
+        file_values = file_values.get("evokernel", file_values)
+    _reject_unknown_env()
+    values = {**file_values, **{k: v for k, v in overrides.items() if v is not None}}
+    try:
+        return Settings(**values)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "?"
+        raise ConfigError(f"{source}: {key}: {err['msg']}") from None

@@ -1,0 +1,1 @@
+"""flows: Prefect flows (build_benchmark, campaign, report) and the entrypoints prefect.yaml names."""

@@ -1,0 +1,118 @@
+"""The lake's tables, declared once as pyarrow schemas (DESIGN.md section 5).
+
+Every table is append-only: a row is never edited. "Current" state is derived:
+the current Q of (item, stage) is its latest value_updates row; a campaign's state is its
+latest campaigns row.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+TS = pa.timestamp("us", tz="UTC")
+
+ITEM_KINDS = ("api_template", "experience", "trace", "best_practice")
+STAGES = (1, 2)  # 1 = drafting (Q1), 2 = refining (Q2)
+
+ITEMS = pa.schema([
+    ("item_id", pa.string()),
+    ("kind", pa.string()),  # one of ITEM_KINDS
+    ("backend", pa.string()),
+    ("task_id", pa.string()),  # null = global item
+    ("category", pa.string()),  # op category, e.g. "activation", "matmul"; "general" for global items
+    ("title", pa.string()),
+    ("body", pa.string()),
+    ("code", pa.string()),
+    ("embedding_text", pa.string()),  # the text the similarity scorer indexes
+    ("parent_item_id", pa.string()),  # traces: the start point this kernel refined (tree per task)
+    ("feasible", pa.bool_()),  # traces: passed hack, compile and correctness
+    ("latency_ms", pa.float64()),  # traces: candidate latency when measured
+    ("speedup", pa.float64()),  # traces: speedup over the reference when measured
+    ("source_attempt_id", pa.string()),  # provenance: the attempt that created it (null for seeds)
+    ("campaign_id", pa.string()),
+    ("created_at", TS),
+])
+
+ATTEMPTS = pa.schema([
+    ("attempt_id", pa.string()),
+    ("campaign_id", pa.string()),
+    ("task_id", pa.string()),
+    ("level", pa.int32()),
+    ("category", pa.string()),
+    ("stage", pa.int8()),
+    ("iteration", pa.int32()),  # 0-based index within the task's budget
+    ("method", pa.string()),  # evokernel | pass-at-k | refinement | heuristic
+    ("model", pa.string()),
+    ("backend", pa.string()),
+    ("start_point_item_id", pa.string()),  # refining: the trace item refined
+    ("code_sha256", pa.string()),
+    ("code", pa.string()),
+    ("hack_passed", pa.bool_()),
+    ("compile_passed", pa.bool_()),
+    ("correct", pa.bool_()),
+    ("latency_passed", pa.bool_()),
+    ("feasible", pa.bool_()),
+    ("failed_gate", pa.string()),  # null when every gate passed; "generation" when no usable kernel
+    ("gates_json", pa.string()),  # [{name, passed, reason, seconds}, ...]
+    ("feedback", pa.string()),
+    ("candidate_ms", pa.float64()),
+    ("reference_ms", pa.float64()),
+    ("speedup", pa.float64()),
+    ("ci_low", pa.float64()),
+    ("ci_high", pa.float64()),
+    ("flagged", pa.bool_()),
+    ("reward", pa.float64()),  # raw reward (+1/-1 drafting; tanh(log best - log new) or -1 refining)
+    ("reward_normalized", pa.float64()),  # refining: after online normalisation; drafting: = reward
+    ("input_tokens", pa.int64()),
+    ("output_tokens", pa.int64()),
+    ("cost_usd", pa.float64()),
+    ("llm_seconds", pa.float64()),
+    ("verify_seconds", pa.float64()),
+    ("created_at", TS),
+])
+
+RETRIEVALS = pa.schema([
+    ("attempt_id", pa.string()),
+    ("item_id", pa.string()),
+    ("stage", pa.int8()),
+    ("rank", pa.int32()),  # 0 = first in the prompt
+    ("similarity", pa.float64()),  # pool score (BM25 + feature matches)
+    ("q_value", pa.float64()),  # the stage's Q at retrieval time
+    ("explored", pa.bool_()),  # chosen by the epsilon branch rather than by Q
+    ("strategy", pa.string()),  # value | heuristic | template
+    ("created_at", TS),
+])
+
+VALUE_UPDATES = pa.schema([
+    ("item_id", pa.string()),
+    ("stage", pa.int8()),
+    ("attempt_id", pa.string()),
+    ("campaign_id", pa.string()),
+    ("reward", pa.float64()),
+    ("alpha", pa.float64()),
+    ("q_before", pa.float64()),
+    ("q_after", pa.float64()),
+    ("seq", pa.int64()),  # ordering key of updates (see memory_lake docs for the concurrency rule)
+    ("created_at", TS),
+])
+
+CAMPAIGNS = pa.schema([
+    ("campaign_id", pa.string()),
+    ("build_hash", pa.string()),
+    ("backend", pa.string()),
+    ("model", pa.string()),
+    ("method", pa.string()),
+    ("settings_json", pa.string()),
+    ("status", pa.string()),  # running | finished | failed
+    ("started_at", TS),
+    ("finished_at", TS),
+    ("recorded_at", TS),  # the latest row per campaign_id is its current state
+])
+
+TABLES: dict[str, pa.Schema] = {
+    "items": ITEMS,
+    "attempts": ATTEMPTS,
+    "retrievals": RETRIEVALS,
+    "value_updates": VALUE_UPDATES,
+    "campaigns": CAMPAIGNS,
+}

@@ -1,0 +1,1 @@
+"""reports: metrics over the memory lake, plots, HTML/Markdown rendering, data-quality suites."""

@@ -1,0 +1,1 @@
+"""tasks: thin Prefect task wrappers over the core packages (retries, caching, tags)."""

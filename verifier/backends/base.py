@@ -1,0 +1,103 @@
+"""The interface every backend implements (cpu, cuda, triton, ascendc).
+
+Parent side (trusted, never imports candidate code): ``availability``, ``scaffold``,
+``seed_items``, ``static_policy``. Child side (inside the sandbox): ``compile``, ``load``,
+``device``, ``synchronize``, ``timer``. The gates are backend-agnostic and call these.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, ClassVar
+
+from kernelbench_npu.spec import TaskSpec
+
+
+@dataclass(frozen=True)
+class GateCapability:
+    """What one gate can do on this machine, e.g. ("latency", False, "no GPU")."""
+
+    gate: str
+    available: bool
+    note: str
+
+
+@dataclass(frozen=True)
+class Availability:
+    backend: str
+    available: bool  # can this backend pass a candidate here (every gate runs for real)?
+    reason: str  # why not, when unavailable; a short description of the toolchain otherwise
+    gates: tuple[GateCapability, ...] = ()
+
+    def line(self) -> str:
+        head = f"{self.backend}: available" if self.available else f"{self.backend}: unavailable: {self.reason}"
+        caps = ", ".join(f"{c.gate} {'yes' if c.available else 'no'}" + (f" ({c.note})" if c.note else "")
+                         for c in self.gates)
+        return f"{head}; {caps}" if caps else head
+
+
+@dataclass(frozen=True)
+class SeedItem:
+    """Backend knowledge loaded into a new memory lake as api_template items."""
+
+    title: str
+    body: str
+    code: str = ""
+    category: str = "general"
+
+
+@dataclass(frozen=True)
+class CompileOutcome:
+    ok: bool
+    diagnostics: str  # trimmed compiler output: what the LLM sees on failure
+    seconds: float
+    cached: bool = False
+    artifacts: tuple[str, ...] = ()  # paths of built libraries inside the build dir
+
+
+class Backend(ABC):
+    name: ClassVar[str]
+    fence_language: ClassVar[str] = "python"  # code-fence language the LLM must answer with
+
+    @abstractmethod
+    def availability(self) -> Availability:
+        """Whether this backend can run here, with the reason and per-gate capabilities."""
+
+    @abstractmethod
+    def scaffold(self, task: TaskSpec | None = None) -> str:
+        """Prompt scaffold: candidate format, the contract, API notes and a complete worked example."""
+
+    def seed_items(self) -> tuple[SeedItem, ...]:
+        """api_template items for a new lake (default: the scaffold as one item)."""
+        return (SeedItem(title=f"{self.name} backend scaffold", body=self.scaffold(None)),)
+
+    @abstractmethod
+    def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
+        """Build the candidate's native code in build_dir (runs inside the sandbox)."""
+
+    @abstractmethod
+    def load(self, candidate_source: str, build_dir: Path) -> type:
+        """Import the candidate in a fresh namespace and return its ModelNew class (sandbox side)."""
+
+    def device(self) -> str:
+        return "cpu"
+
+    def synchronize(self) -> None:
+        """Wait for all queued device work (no-op on CPU)."""
+
+    def timer(self) -> Callable[[Callable[[], Any]], float]:
+        """Return a function that runs fn once and returns its duration in milliseconds."""
+        import time
+
+        clock = time.perf_counter_ns
+
+        def time_once(fn: Callable[[], Any]) -> float:
+            self.synchronize()
+            start = clock()
+            fn()
+            self.synchronize()
+            return (clock() - start) / 1e6
+
+        return time_once

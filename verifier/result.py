@@ -1,0 +1,79 @@
+"""Typed, frozen results of verification: one per gate, one latency measurement, one verdict.
+
+Failures are results, never exceptions and never fake metric values: a failed gate has
+``passed=False`` and a reason the LLM can act on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+GATES = ("hack", "compile", "correctness", "latency")
+FEASIBILITY_GATES = ("hack", "compile", "correctness")
+
+
+@dataclass(frozen=True)
+class GateResult:
+    name: str  # one of GATES
+    passed: bool
+    reason: str  # one line, trimmed; "" when passed
+    seconds: float
+    detail: str = ""  # longer text (trimmed diagnostics, first mismatch), shown to the LLM
+
+
+@dataclass(frozen=True)
+class LatencyResult:
+    candidate_ms: float  # median over rounds
+    reference_ms: float  # median over rounds, timed in the same child, interleaved
+    speedup: float  # exp(median log(ref/cand)) over paired rounds
+    ci_low: float  # 95% bootstrap confidence interval of the speedup
+    ci_high: float
+    rounds: int
+    flagged: bool = False  # speedup beyond the plausibility bound: review before trusting
+    flag_reason: str = ""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    task_id: str
+    backend: str
+    code_sha256: str
+    gates: tuple[GateResult, ...]
+    latency: LatencyResult | None = None
+    feedback: str = ""  # the structured text an LLM gets back
+    infrastructure_error: str = ""  # non-empty: the verifier itself failed (retryable), not the candidate
+    extra: dict = field(default_factory=dict, compare=False)
+
+    @property
+    def passed(self) -> bool:
+        return not self.infrastructure_error and len(self.gates) == len(GATES) and all(g.passed for g in self.gates)
+
+    @property
+    def failed_gate(self) -> str | None:
+        for gate in self.gates:
+            if not gate.passed:
+                return gate.name
+        return None
+
+    @property
+    def feasible(self) -> bool:
+        """hack, compile and correctness passed (the paper's g_feas); latency is not part of it."""
+        passed = {g.name for g in self.gates if g.passed}
+        return not self.infrastructure_error and all(name in passed for name in FEASIBILITY_GATES)
+
+    def gate(self, name: str) -> GateResult | None:
+        return next((g for g in self.gates if g.name == name), None)
+
+    def to_json_dict(self) -> dict:
+        """The shape `evokernel verify --json` prints."""
+        return {
+            "task_id": self.task_id,
+            "passed": self.passed,
+            "failed_gate": self.failed_gate,
+            "gates": [
+                {"name": g.name, "passed": g.passed, "reason": g.reason, "seconds": round(g.seconds, 4)}
+                for g in self.gates
+            ],
+            "latency": asdict(self.latency) if self.latency else None,
+            "feedback": self.feedback,
+        }
