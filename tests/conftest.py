@@ -40,3 +40,12 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_PREFECT_HOME, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def prefect_harness():
+    """One Prefect test server per test session (it costs ~15 s to start): use in flow tests."""
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield
