@@ -109,10 +109,24 @@ CAMPAIGNS = pa.schema([
     ("recorded_at", TS),  # the latest row per campaign_id is its current state
 ])
 
+LLM_CALLS = pa.schema([  # every LLM call that is not an attempt (e.g. distillation), for cost accounting
+    ("call_id", pa.string()),
+    ("campaign_id", pa.string()),
+    ("task_id", pa.string()),
+    ("purpose", pa.string()),  # distill | judge | ...
+    ("model", pa.string()),
+    ("input_tokens", pa.int64()),
+    ("output_tokens", pa.int64()),
+    ("cost_usd", pa.float64()),
+    ("seconds", pa.float64()),
+    ("created_at", TS),
+])
+
 TABLES: dict[str, pa.Schema] = {
     "items": ITEMS,
     "attempts": ATTEMPTS,
     "retrievals": RETRIEVALS,
     "value_updates": VALUE_UPDATES,
     "campaigns": CAMPAIGNS,
+    "llm_calls": LLM_CALLS,
 }
