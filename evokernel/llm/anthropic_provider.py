@@ -1,0 +1,52 @@
+"""``anthropic:MODEL`` through the official anthropic SDK (Messages API).
+
+The SDK's own retries are off; :mod:`evokernel.llm.retry` is the only policy. Stop reasons are
+normalised: ``end_turn``/``stop_sequence`` -> "stop", ``max_tokens`` -> "length".
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+from evokernel.llm.base import Completion, LLMRequest
+from evokernel.llm.errors import RetryableLLMError, translate_sdk_errors
+from evokernel.llm.openai_provider import RawAnswer, finish_completion
+from evokernel.llm.pricing import PriceTable
+from evokernel.llm.retry import RetryPolicy, call_with_retries
+
+_STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
+
+
+class AnthropicProvider:
+    def __init__(self, *, spec: str, model: str, api_key: str, base_url: str | None,
+                 prices: PriceTable, policy: RetryPolicy = RetryPolicy(), timeout_s: float = 600.0,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        import anthropic  # heavy import, only when this provider is used
+
+        self.spec, self.model = spec, model
+        self._prices, self._policy, self._sleep = prices, policy, sleep
+        self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout_s,
+                                           max_retries=0)
+
+    def _once(self, req: LLMRequest) -> RawAnswer:
+        response = translate_sdk_errors(lambda: self._client.messages.create(
+            model=self.model, system=req.system, max_tokens=req.max_output_tokens,
+            temperature=req.temperature, messages=[{"role": "user", "content": req.prompt}],
+        ))
+        content = getattr(response, "content", None)
+        usage = getattr(response, "usage", None)
+        if content is None or usage is None:
+            raise RetryableLLMError(f"malformed response: no content or usage in the answer from {self.spec}")
+        text = "".join(block.text for block in content if getattr(block, "type", None) == "text")
+        stop = getattr(response, "stop_reason", None) or "unknown"
+        return RawAnswer(
+            text=text, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+            finish_reason=_STOP_REASONS.get(stop, stop), model=getattr(response, "model", None) or self.model,
+            tokens_estimated=False,
+        )
+
+    def complete(self, req: LLMRequest) -> Completion:
+        outcome = call_with_retries(lambda: self._once(req), self._policy, sleep=self._sleep)
+        return finish_completion(outcome.value, retries=outcome.retries, seconds=outcome.seconds,
+                                 prices=self._prices)
