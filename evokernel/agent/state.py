@@ -1,0 +1,97 @@
+"""A task's progress within a campaign: start points, best latency, feedback, budget used.
+
+State is a frozen value: each step returns the next state (``TaskState.after``). On resume the
+state is rebuilt by replaying the task's attempts from the lake (``replay``), so a campaign killed
+at any point continues with exactly what it had committed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from evokernel.agent.methods import MethodPolicy
+
+
+@dataclass(frozen=True)
+class StartPoint:
+    """A feasible kernel of this task that refinement may start from (a trace item)."""
+
+    item_id: str
+    code: str
+    latency_ms: float | None
+    speedup: float | None
+    iteration: int
+
+
+@dataclass(frozen=True)
+class StepOutcome:
+    """What one iteration produced (the attempt row holds the full record)."""
+
+    attempt_id: str
+    task_id: str
+    iteration: int
+    stage: int
+    feasible: bool
+    failed_gate: str | None
+    candidate_ms: float | None
+    speedup: float | None
+    reward: float
+    reward_normalized: float
+    feedback: str
+    trace_item_id: str | None
+    code: str | None
+    tokens: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class TaskState:
+    task_id: str
+    iterations_done: int = 0
+    start_points: tuple[StartPoint, ...] = ()
+    best_ms: float | None = None
+    best_item_id: str | None = None
+    first_feasible_iteration: int | None = None
+    last_feedback: str | None = None
+    tokens_used: int = 0
+    seconds_used: float = 0.0
+
+    def stage(self, policy: MethodPolicy) -> int:
+        """1 (drafting) until a feasible kernel exists, then 2 (refining); pass@k always drafts."""
+        return 2 if policy.refines and self.start_points else 1
+
+    def stop_reason(self, budget: int, max_tokens: int, max_seconds: float) -> str | None:
+        if self.iterations_done >= budget:
+            return f"iteration budget spent ({budget})"
+        if self.tokens_used >= max_tokens:
+            return f"token budget spent ({self.tokens_used} >= {max_tokens})"
+        if self.seconds_used >= max_seconds:
+            return f"wall-clock budget spent ({self.seconds_used:.0f} s >= {max_seconds:.0f} s)"
+        return None
+
+    def after(self, outcome: StepOutcome, policy: MethodPolicy) -> "TaskState":
+        state = replace(
+            self,
+            iterations_done=max(self.iterations_done, outcome.iteration + 1),
+            last_feedback=outcome.feedback if policy.uses_feedback else None,
+            tokens_used=self.tokens_used + outcome.tokens,
+            seconds_used=self.seconds_used + outcome.seconds,
+        )
+        if not outcome.feasible or outcome.trace_item_id is None or outcome.code is None:
+            return state
+        point = StartPoint(outcome.trace_item_id, outcome.code, outcome.candidate_ms, outcome.speedup,
+                           outcome.iteration)
+        state = replace(state, start_points=state.start_points + (point,))
+        if state.first_feasible_iteration is None:
+            state = replace(state, first_feasible_iteration=outcome.iteration)
+        if outcome.candidate_ms is not None and (state.best_ms is None or outcome.candidate_ms < state.best_ms):
+            state = replace(state, best_ms=outcome.candidate_ms, best_item_id=outcome.trace_item_id)
+        return state
+
+
+def replay(task_id: str, outcomes: list[StepOutcome], policy: MethodPolicy) -> TaskState:
+    """Rebuild a task's state from its committed outcomes, in iteration order."""
+    state = TaskState(task_id=task_id)
+    for outcome in sorted(outcomes, key=lambda o: o.iteration):
+        state = state.after(outcome, policy)
+    return state

@@ -1,0 +1,68 @@
+"""Task state: stages, start points, best tracking and budgets, and the method policies."""
+
+from __future__ import annotations
+
+import pytest
+
+from evokernel.agent.methods import METHODS, method_policy
+from evokernel.agent.state import StepOutcome, TaskState, replay
+
+EVO = method_policy("evokernel")
+
+
+def outcome(iteration, feasible, ms=None, stage=1, tokens=100, seconds=1.0):
+    return StepOutcome(
+        attempt_id=f"c/t/{iteration:03d}", task_id="t", iteration=iteration, stage=stage, feasible=feasible,
+        failed_gate=None if feasible else "correctness", candidate_ms=ms, speedup=(2.0 / ms) if ms else None,
+        reward=1.0 if feasible else -1.0, reward_normalized=0.0, feedback=f"fb {iteration}",
+        trace_item_id=f"trace/c/t/{iteration:03d}", code="code", tokens=tokens, seconds=seconds,
+    )
+
+
+def test_stage_switches_to_refining_after_first_feasible_kernel():
+    state = TaskState("t")
+    assert state.stage(EVO) == 1
+    state = state.after(outcome(0, False), EVO)
+    assert state.stage(EVO) == 1 and not state.start_points
+    state = state.after(outcome(1, True, ms=2.0), EVO)
+    assert state.stage(EVO) == 2
+    assert state.first_feasible_iteration == 1
+    assert state.best_ms == 2.0 and state.best_item_id == "trace/c/t/001"
+
+
+def test_start_points_grow_and_best_is_tracked():
+    state = TaskState("t")
+    for i, ms in enumerate([3.0, 2.0, 2.5, 1.0]):
+        state = state.after(outcome(i, True, ms=ms, stage=2 if i else 1), EVO)
+    assert len(state.start_points) == 4
+    assert state.best_ms == 1.0 and state.best_item_id == "trace/c/t/003"
+    state = state.after(outcome(4, False, stage=2), EVO)
+    assert len(state.start_points) == 4 and state.best_ms == 1.0
+
+
+def test_pass_at_k_never_refines():
+    state = TaskState("t").after(outcome(0, True, ms=1.0), METHODS["pass-at-k"])
+    assert state.stage(METHODS["pass-at-k"]) == 1
+    assert state.last_feedback is None  # pass@k samples independently: no feedback carried
+
+
+def test_budgets_stop_the_task():
+    state = TaskState("t")
+    assert state.stop_reason(budget=2, max_tokens=1000, max_seconds=100) is None
+    state = state.after(outcome(0, False, tokens=600), EVO).after(outcome(1, False, tokens=600), EVO)
+    assert "iteration budget" in state.stop_reason(budget=2, max_tokens=10_000, max_seconds=100)
+    assert "token budget" in state.stop_reason(budget=5, max_tokens=1000, max_seconds=100)
+    assert "wall-clock" in state.stop_reason(budget=5, max_tokens=10_000, max_seconds=1.5)
+
+
+def test_replay_rebuilds_the_same_state_in_any_input_order():
+    outs = [outcome(0, False), outcome(1, True, ms=2.0), outcome(2, True, ms=1.5, stage=2)]
+    forward = replay("t", outs, EVO)
+    backward = replay("t", list(reversed(outs)), EVO)
+    assert forward == backward
+    assert forward.iterations_done == 3 and forward.best_ms == 1.5
+
+
+def test_unknown_method_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown method 'greedy'"):
+        method_policy("greedy")
