@@ -130,3 +130,29 @@ TABLES: dict[str, pa.Schema] = {
     "campaigns": CAMPAIGNS,
     "llm_calls": LLM_CALLS,
 }
+
+# --- Internal tables (memory_lake's own; users may query them but should not write them) ---
+# Written by the lake in the same batch as the items they describe, keyed by the batch id in the
+# file name: a batch's derived files are visible only once its items file is committed.
+
+DOCS = pa.schema([  # one row per item: the narrow columns retrieval filters and BM25 normalises on
+    ("item_id", pa.string()),
+    ("kind", pa.string()),
+    ("backend", pa.string()),
+    ("task_id", pa.string()),
+    ("category", pa.string()),
+    ("doc_len", pa.int32()),  # tokens in the item's embedding text
+])
+
+POSTINGS = pa.schema([  # one row per (term, item): the inverted index BM25 is computed from in SQL
+    ("term", pa.string()),
+    ("item_id", pa.string()),
+    ("tf", pa.int32()),
+    ("doc_len", pa.int32()),
+    ("kind", pa.string()),
+    ("backend", pa.string()),
+    ("category", pa.string()),
+])
+
+INTERNAL_TABLES: dict[str, pa.Schema] = {"docs": DOCS, "postings": POSTINGS}
+ALL_TABLES: dict[str, pa.Schema] = {**TABLES, **INTERNAL_TABLES}

@@ -1,0 +1,132 @@
+"""The typed values callers exchange with the lake: new items, seed items, retrieval requests
+and results, value updates. All frozen dataclasses; validation happens on construction."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from memory_lake.errors import LakeError
+from memory_lake.schema import ITEM_KINDS, STAGES
+
+
+@dataclass(frozen=True)
+class SeedItemRow:
+    """Backend knowledge for a new lake (same fields as verifier's SeedItem, which also fits)."""
+
+    title: str
+    body: str
+    code: str = ""
+    category: str = "general"
+
+
+@dataclass(frozen=True)
+class NewItem:
+    """A memory item to add; the lake assigns item_id, embedding_text and created_at."""
+
+    kind: str
+    backend: str
+    title: str
+    body: str
+    task_id: str | None = None
+    category: str = "general"
+    code: str = ""
+    parent_item_id: str | None = None
+    feasible: bool | None = None
+    latency_ms: float | None = None
+    speedup: float | None = None
+    source_attempt_id: str | None = None
+    campaign_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ITEM_KINDS:
+            raise LakeError(f"items: kind: {self.kind!r} is not one of {', '.join(ITEM_KINDS)}")
+        if not self.backend:
+            raise LakeError("items: backend: must not be empty")
+
+
+@dataclass(frozen=True)
+class RetrievalRequest:
+    """One retrieval: a pool of K = lam * n items by similarity, then n chosen by the stage's Q."""
+
+    attempt_id: str
+    task_id: str | None
+    task_text: str
+    category: str | None
+    backend: str
+    stage: int
+    n: int = 5
+    lam: int = 3
+    epsilon: float = 0.1
+    seed: int = 0
+    strategy: Literal["value", "heuristic"] = "value"
+    kinds: tuple[str, ...] | None = None
+    include_templates: bool = True
+    exclude_item_ids: tuple[str, ...] = ()
+    max_templates: int | None = None  # api_templates added in drafting (None = all of the backend)
+
+    def __post_init__(self) -> None:
+        if self.stage not in STAGES:
+            raise LakeError(f"retrieval: stage: {self.stage!r} is not 1 or 2")
+        if self.n < 0 or self.lam < 1:
+            raise LakeError(f"retrieval: n={self.n}, lam={self.lam}: need n >= 0 and lam >= 1")
+        if not 0.0 <= self.epsilon <= 1.0:
+            raise LakeError(f"retrieval: epsilon: {self.epsilon} is outside [0, 1]")
+        if self.strategy not in ("value", "heuristic"):
+            raise LakeError(f"retrieval: strategy: {self.strategy!r} is not 'value' or 'heuristic'")
+        for kind in self.kinds or ():
+            if kind not in ITEM_KINDS:
+                raise LakeError(f"retrieval: kinds: {kind!r} is not one of {', '.join(ITEM_KINDS)}")
+
+    @property
+    def pool_size(self) -> int:
+        return self.lam * self.n
+
+
+@dataclass(frozen=True)
+class RetrievedItem:
+    item_id: str
+    kind: str
+    title: str
+    body: str
+    code: str
+    task_id: str | None
+    rank: int  # 0 = first in the prompt
+    similarity: float
+    q_value: float
+    explored: bool  # chosen by the epsilon branch
+    strategy: str  # value | heuristic | template
+
+
+@dataclass(frozen=True)
+class ValueUpdate:
+    item_id: str
+    stage: int
+    reward: float
+    alpha: float
+    attempt_id: str | None = None
+    campaign_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.stage not in STAGES:
+            raise LakeError(f"value_updates: stage: {self.stage!r} is not 1 or 2")
+        if not 0.0 < self.alpha <= 1.0:
+            raise LakeError(f"value_updates: alpha: {self.alpha} is outside (0, 1]")
+
+
+@dataclass(frozen=True)
+class TableStats:
+    table: str
+    rows: int
+    files: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    tables: tuple[str, ...]
+    files_before: int
+    files_after: int
+    bytes_before: int
+    bytes_after: int
+    extra: dict = field(default_factory=dict)

@@ -1,0 +1,33 @@
+"""DuckDB views over the lake's committed files: one view per table (items, attempts,
+retrievals, value_updates, campaigns, and the internal docs and postings), lake_meta, and
+item_values (current Q per item and stage)."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+
+from memory_lake.schema import ALL_TABLES
+from memory_lake.sqlfiles import sql
+from memory_lake.storage import DataFile, Storage
+
+
+def new_connection(storage: Storage) -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    if not storage.local:
+        con.register_filesystem(storage.fs)
+    return con
+
+
+def install_views(con: duckdb.DuckDBPyConnection, storage: Storage,
+                  files: dict[str, list[DataFile]], q_init: float) -> None:
+    """(Re)create every view of the lake on ``con`` from an explicit list of visible files."""
+    for table, schema in ALL_TABLES.items():
+        paths = [storage.duck_path(f.path) for f in files.get(table, [])]
+        if paths:
+            relation = con.read_parquet(paths, union_by_name=True)
+        else:
+            relation = con.from_arrow(schema.empty_table())
+        relation.create_view(table, replace=True)
+    con.from_arrow(pa.table({"q_init": pa.array([float(q_init)], pa.float64())})).create_view("lake_meta", replace=True)
+    con.execute("CREATE OR REPLACE TEMP VIEW item_values AS " + sql("item_values"))
