@@ -19,9 +19,10 @@ from typing import Iterable, Mapping, Sequence
 import duckdb
 import pyarrow as pa
 
-from memory_lake import retrieval, values
+from memory_lake import compaction, retrieval, values
 from memory_lake.errors import LakeError
-from memory_lake.models import NewItem, RetrievalRequest, RetrievedItem, SeedItemRow, ValueUpdate
+from memory_lake.models import (CompactionResult, NewItem, RetrievalRequest, RetrievedItem, SeedItemRow,
+                                TableStats, ValueUpdate)
 from memory_lake.rows import to_table
 from memory_lake.schema import INTERNAL_TABLES, ITEM_KINDS, TABLES
 from memory_lake.sqlfiles import sql
@@ -44,7 +45,7 @@ class Lake:
         self.meta = dict(meta)
         self.q_init = float(self.meta.get("q_init", 0.0))
         self.backend = str(self.meta.get("backend", ""))
-        self.scorer = scorer or retrieval.Bm25Scorer(corpus_stats=self._cached_corpus_stats)
+        self.scorer = scorer or retrieval.Bm25Scorer()
         self._con: duckdb.DuckDBPyConnection | None = None
         self._files: dict[str, list[DataFile]] | None = None
         self._guard = threading.RLock()
@@ -127,7 +128,7 @@ class Lake:
         if self._con is None:
             self._con = new_connection(self.storage)
         if files != self._files:
-            install_views(self._con, self.storage, files, self.q_init)
+            install_views(self._con, self.storage, files, self.q_init, previous=self._files)
             self._files = files
         return self._con
 
@@ -150,13 +151,6 @@ class Lake:
             return _arrow(con, sql_text, params)
         except duckdb.Error as exc:
             raise LakeError(f"query failed: {_first_line(exc)}") from None
-
-    def _cached_corpus_stats(self, con: duckdb.DuckDBPyConnection) -> tuple[int, float]:
-        key = tuple(f.path for f in (self._files or {}).get("docs", []))
-        if self._stats_cache is None or self._stats_cache[0] != key:
-            n_docs, avg_len = con.execute(sql("corpus_stats")).fetchall()[0]
-            self._stats_cache = (key, (int(n_docs), float(avg_len)))
-        return self._stats_cache[1]
 
     # ---- values ------------------------------------------------------------------------
     def current_q(self, item_ids: Sequence[str], stage: int) -> dict[str, float]:
@@ -195,7 +189,8 @@ class Lake:
 
     def _pool_choices(self, con, req: RetrievalRequest) -> list[retrieval.Choice]:
         kinds = retrieval.pool_kinds(req, ITEM_KINDS)
-        pool = self.scorer.pool(con, req, kinds, req.pool_size)
+        ctx = retrieval.ScoringContext(con, self._files or {}, self.storage.duck_path)
+        pool = self.scorer.pool(ctx, req, kinds, req.pool_size)
         q = values.current_q(con, [c.item_id for c in pool], req.stage, self.q_init)
         pool = [retrieval.Candidate(c.item_id, c.similarity, q[c.item_id]) for c in pool]
         return retrieval.choose(pool, req)
@@ -214,6 +209,22 @@ class Lake:
         return tuple(out)
 
     # ---- housekeeping ------------------------------------------------------------------
+    def compact(self, min_files: int = 2) -> CompactionResult:
+        """Merge small files (see compaction.py); query results are unchanged."""
+        with self._guard:
+            result = compaction.compact(self.storage, min_files=min_files)
+            self._files = None
+        return result
+
+    def table_stats(self) -> tuple[TableStats, ...]:
+        """Rows, files and bytes per table (the internal docs and postings included)."""
+        files = self.storage.visible_files()
+        out = []
+        for table in files:
+            rows = self.query(f"SELECT count(*) AS n FROM {table}").column("n")[0].as_py()  # table: a known name
+            out.append(TableStats(table, int(rows), len(files[table]), sum(f.size for f in files[table])))
+        return tuple(out)
+
     def close(self) -> None:
         with self._guard:
             if self._con is not None:

@@ -19,6 +19,7 @@ import duckdb
 
 from memory_lake.models import RetrievalRequest
 from memory_lake.sqlfiles import sql
+from memory_lake.storage import DataFile
 from memory_lake.text import query_terms
 
 
@@ -36,51 +37,96 @@ class Choice:
     strategy: str  # value | heuristic | template
 
 
+@dataclass(frozen=True)
+class ScoringContext:
+    """What a scorer may use: the resident connection (views installed) and the visible files."""
+
+    con: duckdb.DuckDBPyConnection
+    files: dict[str, list[DataFile]]
+    duck_path: Callable[[str], str]
+
+
 class SimilarityScorer(Protocol):
     """Scores items against a request; returns at most ``k`` candidates, best first."""
 
-    def pool(self, con: duckdb.DuckDBPyConnection, req: RetrievalRequest, kinds: tuple[str, ...],
-             k: int) -> list[Candidate]: ...
+    def pool(self, ctx: ScoringContext, req: RetrievalRequest, kinds: tuple[str, ...], k: int) -> list[Candidate]: ...
 
 
-@dataclass(frozen=True)
 class Bm25Scorer:
     """BM25 (k1, b) over task text vs item text, plus weights for category and backend matches.
 
-    ``max_query_terms`` bounds the terms looked up (the first distinct ones of the task text).
-    When fewer than k items share a term with the task, items of the same category or backend
-    fill the pool.
+    Corpus statistics (document frequency per term, number and mean length of documents) are
+    kept per Parquet file and summed, so a new batch costs one small scan and a compaction one
+    full scan; files are immutable, so the cache never goes stale. Query terms are the task's
+    distinct terms that occur in the lake, minus those in more than ``max_df_ratio`` of all
+    items (their idf is tiny and they dominate the scan), at most ``max_query_terms`` of the
+    highest idf. When fewer than k items share a term with the task, items of the same category
+    or backend fill the pool.
     """
 
-    k1: float = 1.2
-    b: float = 0.75
-    w_category: float = 1.0
-    w_backend: float = 0.5
-    max_query_terms: int | None = 64
-    corpus_stats: Callable[[duckdb.DuckDBPyConnection], tuple[int, float]] | None = None
+    def __init__(self, k1: float = 1.2, b: float = 0.75, w_category: float = 1.0, w_backend: float = 0.5,
+                 max_query_terms: int = 32, max_df_ratio: float = 0.25) -> None:
+        self.k1, self.b, self.w_category, self.w_backend = k1, b, w_category, w_backend
+        self.max_query_terms, self.max_df_ratio = max_query_terms, max_df_ratio
+        self._df_by_file: dict[str, dict[str, int]] = {}
+        self._docs_by_file: dict[str, tuple[int, int]] = {}
 
-    def pool(self, con, req, kinds, k):
+    def pool(self, ctx, req, kinds, k):
         if k <= 0:
             return []
-        terms = query_terms(req.task_text, self.max_query_terms)
-        n_docs, avg_len = self.corpus_stats(con) if self.corpus_stats else _corpus_stats(con)
+        n_docs, total_len, df = self.corpus(ctx)
+        terms = self.select_terms(query_terms(req.task_text), df, n_docs)
         common = {"kinds": list(kinds), "exclude": list(req.exclude_item_ids), "category": req.category,
-                  "backend": req.backend, "w_category": self.w_category, "w_backend": self.w_backend, "k": k}
+                  "backend": req.backend, "w_category": self.w_category, "w_backend": self.w_backend}
         found: list[Candidate] = []
-        if terms and n_docs:
-            rows = con.execute(sql("bm25_pool"), {**common, "terms": terms, "n_docs": float(n_docs),
-                                                 "avg_doc_len": max(avg_len, 1.0), "k1": self.k1, "b": self.b}).fetchall()
+        if terms:
+            rows = ctx.con.execute(sql("bm25_pool"), {
+                **common, "k": k, "terms": terms, "dfs": [df[t] for t in terms], "n_docs": float(n_docs),
+                "avg_doc_len": max(total_len / n_docs, 1.0), "k1": self.k1, "b": self.b}).fetchall()
             found = [Candidate(item_id, float(score)) for item_id, score in rows]
         if len(found) < k:
             seen = {c.item_id for c in found}
-            extra = con.execute(sql("feature_pool"), {**common, "k": k + len(seen)}).fetchall()
+            extra = ctx.con.execute(sql("feature_pool"), {**common, "k": k + len(seen)}).fetchall()
             found += [Candidate(i, float(s)) for i, s in extra if i not in seen][: k - len(found)]
         return found
 
+    def select_terms(self, terms: list[str], df: dict[str, int], n_docs: int) -> list[str]:
+        present = [t for t in terms if df.get(t)]
+        kept = [t for t in present if df[t] <= self.max_df_ratio * n_docs] or present
+        return sorted(kept, key=lambda t: (df[t], t))[: self.max_query_terms]
 
-def _corpus_stats(con: duckdb.DuckDBPyConnection) -> tuple[int, float]:
-    n_docs, avg_len = con.execute(sql("corpus_stats")).fetchall()[0]
-    return int(n_docs), float(avg_len)
+    def corpus(self, ctx: ScoringContext) -> tuple[int, int, dict[str, int]]:
+        """(number of items, total tokens, df per term) over the visible files, cached per file."""
+        docs_files = [f.path for f in ctx.files.get("docs", [])]
+        post_files = [f.path for f in ctx.files.get("postings", [])]
+        for path in docs_files:
+            if path not in self._docs_by_file:
+                self._docs_by_file[path] = _docs_stats(ctx, path)
+        for path in post_files:
+            if path not in self._df_by_file:
+                self._df_by_file[path] = _term_df(ctx, path)
+        self._docs_by_file = {p: self._docs_by_file[p] for p in docs_files}
+        self._df_by_file = {p: self._df_by_file[p] for p in post_files}
+        n_docs = sum(n for n, _ in self._docs_by_file.values())
+        total = sum(t for _, t in self._docs_by_file.values())
+        if len(self._df_by_file) == 1:
+            return n_docs, total, next(iter(self._df_by_file.values()))
+        df: dict[str, int] = {}
+        for per_file in self._df_by_file.values():
+            for term, count in per_file.items():
+                df[term] = df.get(term, 0) + count
+        return n_docs, total, df
+
+
+def _docs_stats(ctx: ScoringContext, path: str) -> tuple[int, int]:
+    rel = ctx.con.read_parquet(ctx.duck_path(path)).aggregate("count(*), coalesce(sum(doc_len), 0)")
+    n, total = rel.fetchall()[0]
+    return int(n), int(total)
+
+
+def _term_df(ctx: ScoringContext, path: str) -> dict[str, int]:
+    rel = ctx.con.read_parquet(ctx.duck_path(path)).aggregate("term, count(*)", "term")
+    return dict(rel.fetchall())
 
 
 def choose(pool: list[Candidate], req: RetrievalRequest) -> list[Choice]:

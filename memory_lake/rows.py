@@ -21,6 +21,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "retrievals": ("attempt_id", "item_id", "stage"),
     "value_updates": ("item_id", "stage", "q_after", "seq"),
     "campaigns": ("campaign_id",),
+    "llm_calls": ("call_id",),
     "docs": ("item_id",),
     "postings": ("term", "item_id", "tf"),
 }

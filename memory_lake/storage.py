@@ -8,7 +8,7 @@ Layout::
     <root>/<table>/cpt-<ns>-<batch>.parquet    a compaction output
     <root>/_tmp/<uuid>.parquet            files being written (never read; renamed when complete)
     <root>/_journal/<uuid>.json           an in-flight compaction: its sources and outputs
-    <root>/_lock, <root>/_values.lock     advisory lock files (local roots)
+    <root>/_lake.lock, <root>/_values.lock   advisory lock files (local roots)
 
 Concurrency, appends: *unique names, no lock*. Every batch gets a fresh name (time, uuid) and is
 written under ``_tmp`` and renamed into its table directory, so two processes appending at once

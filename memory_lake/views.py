@@ -19,15 +19,24 @@ def new_connection(storage: Storage) -> duckdb.DuckDBPyConnection:
     return con
 
 
-def install_views(con: duckdb.DuckDBPyConnection, storage: Storage,
-                  files: dict[str, list[DataFile]], q_init: float) -> None:
-    """(Re)create every view of the lake on ``con`` from an explicit list of visible files."""
+def install_views(con: duckdb.DuckDBPyConnection, storage: Storage, files: dict[str, list[DataFile]],
+                  q_init: float, previous: dict[str, list[DataFile]] | None = None) -> None:
+    """(Re)create the lake's views on ``con`` from explicit lists of visible files; with
+    ``previous`` (the lists the views were made from), only the tables whose files changed.
+
+    Files are read without union_by_name: every file of a format version has the table's full
+    schema (rows.to_table writes every column), which saves reading each file's footer here.
+    """
     for table, schema in ALL_TABLES.items():
+        if previous is not None and previous.get(table) == files.get(table):
+            continue
         paths = [storage.duck_path(f.path) for f in files.get(table, [])]
         if paths:
-            relation = con.read_parquet(paths, union_by_name=True)
+            relation = con.read_parquet(paths)
         else:
             relation = con.from_arrow(schema.empty_table())
         relation.create_view(table, replace=True)
+    if previous is not None:
+        return
     con.from_arrow(pa.table({"q_init": pa.array([float(q_init)], pa.float64())})).create_view("lake_meta", replace=True)
     con.execute("CREATE OR REPLACE TEMP VIEW item_values AS " + sql("item_values"))

@@ -1,23 +1,20 @@
--- The candidate pool: BM25 over the postings of the query terms, plus feature matches on op
--- category and backend; kinds and excluded ids filter candidates (not the corpus statistics).
-WITH hits AS (
-    SELECT term, item_id, tf, doc_len, kind, backend, category
-    FROM postings
-    WHERE list_contains($terms::VARCHAR[], term)
-),
-df AS (
-    SELECT term, count(*) AS df FROM hits GROUP BY term
+-- The candidate pool: BM25 over the postings of the query terms (document frequencies are
+-- passed in, from the scorer's per-file corpus statistics), plus feature matches on op category
+-- and backend. kinds and excluded ids filter candidates, never the corpus statistics.
+WITH query AS (
+    SELECT unnest($terms::VARCHAR[]) AS term, unnest($dfs::BIGINT[]) AS df
 ),
 scored AS (
-    SELECT h.item_id,
-           any_value(h.category) AS category,
-           any_value(h.backend) AS backend,
-           sum(ln(1 + ($n_docs - df.df + 0.5) / (df.df + 0.5))
-               * h.tf * ($k1 + 1) / (h.tf + $k1 * (1 - $b + $b * h.doc_len / $avg_doc_len))) AS bm25
-    FROM hits AS h JOIN df USING (term)
-    WHERE (len($kinds::VARCHAR[]) = 0 OR list_contains($kinds::VARCHAR[], h.kind))
-      AND NOT list_contains($exclude::VARCHAR[], h.item_id)
-    GROUP BY h.item_id
+    SELECT p.item_id,
+           any_value(p.category) AS category,
+           any_value(p.backend) AS backend,
+           sum(ln(1 + ($n_docs - q.df + 0.5) / (q.df + 0.5))
+               * p.tf * ($k1 + 1) / (p.tf + $k1 * (1 - $b + $b * p.doc_len / $avg_doc_len))) AS bm25
+    FROM postings AS p
+    JOIN query AS q ON p.term = q.term
+    WHERE (len($kinds::VARCHAR[]) = 0 OR list_contains($kinds::VARCHAR[], p.kind))
+      AND NOT list_contains($exclude::VARCHAR[], p.item_id)
+    GROUP BY p.item_id
 )
 SELECT item_id,
        bm25
