@@ -2,10 +2,13 @@
 
 The SDK's own retries are off; :mod:`evokernel.llm.retry` is the only policy. Stop reasons are
 normalised: ``end_turn``/``stop_sequence`` -> "stop", ``max_tokens`` -> "length".
+The request's temperature is sent only where the installed SDK still accepts one (anthropic 2.x
+dropped the parameter from ``messages.create``; the models then sample at their default).
 """
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Callable
 
@@ -28,12 +31,15 @@ class AnthropicProvider:
         self._prices, self._policy, self._sleep = prices, policy, sleep
         self._client = anthropic.Anthropic(api_key=api_key, base_url=base_url, timeout=timeout_s,
                                            max_retries=0)
+        accepted = inspect.signature(self._client.messages.create).parameters
+        self._sends_temperature = "temperature" in accepted
 
     def _once(self, req: LLMRequest) -> RawAnswer:
-        response = translate_sdk_errors(lambda: self._client.messages.create(
-            model=self.model, system=req.system, max_tokens=req.max_output_tokens,
-            temperature=req.temperature, messages=[{"role": "user", "content": req.prompt}],
-        ))
+        params = dict(model=self.model, system=req.system, max_tokens=req.max_output_tokens,
+                      messages=[{"role": "user", "content": req.prompt}])
+        if self._sends_temperature:
+            params["temperature"] = req.temperature
+        response = translate_sdk_errors(lambda: self._client.messages.create(**params))
         content = getattr(response, "content", None)
         usage = getattr(response, "usage", None)
         if content is None or usage is None:

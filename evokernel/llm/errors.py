@@ -8,6 +8,8 @@ not wrapped.
 
 from __future__ import annotations
 
+import json
+
 
 class LLMError(Exception):
     """Base class; ``retryable`` says whether trying the same request again may succeed."""
@@ -120,6 +122,8 @@ def translate_sdk_errors(call):
         return call()
     except LLMError:
         raise
+    except json.JSONDecodeError as exc:  # the SDKs parse the body with json and let this through
+        raise RetryableLLMError(f"malformed response: body is not JSON ({exc.msg})") from exc
     except Exception as exc:
         mapped = classify_sdk_error(exc)
         if mapped is None:

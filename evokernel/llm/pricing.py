@@ -4,8 +4,9 @@ Prices are the providers' public list prices (standard tier, no batch or cache d
 known when this table was written; they change, so override them with the ``LLM_PRICES``
 environment variable: a JSON object, or the path of a JSON file holding one, mapping a model
 name to ``[input, output]`` or ``{"input": x, "output": y}`` (USD per 1M tokens). A model name
-matches an entry exactly or as a dated variant (``gpt-4o-2024-08-06`` matches ``gpt-4o``; the
-longest match wins). A model that matches nothing costs 0.0 with ``known=False`` — never an
+matches an entry exactly or as a dated snapshot (``gpt-4o-2024-08-06`` and
+``claude-opus-4-5-20251101`` match ``gpt-4o`` and ``claude-opus-4-5``; ``claude-opus-4-6`` does
+not match ``claude-opus-4``: a newer model is not priced by guess). A model that matches nothing costs 0.0 with ``known=False`` — never an
 invented figure. OpenAI-compatible servers and the scripted provider use no built-in prices.
 """
 
@@ -13,11 +14,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
 PRICES_ENV = "LLM_PRICES"
+_SNAPSHOT = re.compile(r"(.+?)-(\d{8}|\d{4}-\d{2}-\d{2}|latest)")
 
 # USD per 1M tokens (input, output).
 BUILTIN_PRICES: dict[str, tuple[float, float]] = {
@@ -65,8 +68,11 @@ class PriceTable:
     prices: Mapping[str, Price]
 
     def lookup(self, model: str) -> Price | None:
-        matches = [key for key in self.prices if model == key or model.startswith(key + "-")]
-        return self.prices[max(matches, key=len)] if matches else None
+        """The entry named ``model``, or the one it is a dated/latest snapshot of; else None."""
+        if model in self.prices:
+            return self.prices[model]
+        match = _SNAPSHOT.fullmatch(model)
+        return self.prices.get(match.group(1)) if match else None
 
     def cost(self, model: str, input_tokens: int, output_tokens: int) -> Cost:
         price = self.lookup(model)

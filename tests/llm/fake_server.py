@@ -1,0 +1,106 @@
+"""A fake OpenAI + Anthropic HTTP API on 127.0.0.1 for driving the real SDK clients in tests.
+
+Serves ``POST /v1/chat/completions`` (OpenAI shape) and ``POST /v1/messages`` (Anthropic shape).
+Answers are queued with :meth:`FakeLLMServer.push`: a text (200), an HTTP error status, a raw
+malformed body, and an optional delay; when the queue is empty every request gets "ok". A wrong
+or missing key (Authorization: Bearer or x-api-key) gets 401. Every request is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+API_KEY = "test-key"
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str = "ok"
+    status: int = 200
+    raw: bytes | None = None  # sent as-is instead of a JSON body
+    delay_s: float = 0.0
+    finish: str = "stop"  # "stop" or "length"
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+def _openai_body(text: str, finish: str, model: str) -> dict:
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                         "finish_reason": finish}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+
+
+def _anthropic_body(text: str, finish: str, model: str) -> dict:
+    return {"id": "msg_1", "type": "message", "role": "assistant", "model": model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "max_tokens" if finish == "length" else "end_turn",
+            "stop_sequence": None, "usage": {"input_tokens": 13, "output_tokens": 5}}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: "FakeLLMServer"
+
+    def log_message(self, *args) -> None:  # keep test output clean
+        pass
+
+    def _send(self, status: int, body: bytes, headers=()) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        for name, value in headers:
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        self.server.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, request))
+        key = self.headers.get("x-api-key") or self.headers.get("Authorization", "").removeprefix("Bearer ")
+        if key != API_KEY:
+            error = {"type": "error", "error": {"type": "authentication_error", "message": "bad key"}}
+            return self._send(401, json.dumps(error).encode())
+        answer = self.server.next_answer()
+        time.sleep(answer.delay_s)
+        if answer.raw is not None:
+            return self._send(answer.status, answer.raw, answer.headers)
+        if answer.status != 200:
+            error = {"type": "error", "error": {"type": "api_error", "message": f"status {answer.status}"}}
+            return self._send(answer.status, json.dumps(error).encode(), answer.headers)
+        shape = _anthropic_body if self.path.endswith("/messages") else _openai_body
+        self._send(200, json.dumps(shape(answer.text, answer.finish, request.get("model", "?"))).encode())
+
+
+class FakeLLMServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.requests: list[tuple[str, dict, dict]] = []
+        self._answers: deque[Answer] = deque()
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def push(self, *answers: Answer) -> None:
+        with self._lock:
+            self._answers.extend(answers)
+
+    def next_answer(self) -> Answer:
+        with self._lock:
+            return self._answers.popleft() if self._answers else Answer()
+
+    def __enter__(self) -> "FakeLLMServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+        self.server_close()
