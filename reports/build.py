@@ -1,0 +1,113 @@
+"""The report's public entry: read a lake, compute metrics, check data quality, draw, write.
+
+``write_report(lake_root, out, campaign_ids)`` writes ``out/index.html`` (self-contained),
+``out/summary.md`` (+ ``out/figures/*.png`` it links), and ``out/metrics.parquet`` (the long table of
+every number behind the report). Each file is written under a temporary name and renamed. An
+empty or partial lake gives a report that says what is missing; only a path that holds no lake
+at all is an error (``ReportError``, one line).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Sequence
+
+import duckdb
+
+from reports.inventory import inspect_lake
+from reports.metrics import compute_metrics
+from reports.plots import all_figures
+from reports.quality import check_lake_quality
+from reports.render import FIGURES_DIR, ReportContent, render_html, render_markdown
+
+
+class ReportError(Exception):
+    """The report cannot be written (no lake at the path, output not writable); one line."""
+
+
+@dataclass(frozen=True)
+class ReportResult:
+    out: Path
+    html_path: Path
+    summary_path: Path
+    metrics_path: Path
+    expectations_passed: bool
+    missing: tuple[str, ...]
+    seconds: float
+
+
+def open_lake_connection(lake_root: str | Path) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the lake's views; ReportError when there is no lake at the path."""
+    from memory_lake import Lake, LakeError
+
+    try:
+        return Lake.open(lake_root).connect()
+    except LakeError as exc:
+        raise ReportError(str(exc)) from None
+
+
+def build_content(con: duckdb.DuckDBPyConnection, lake_label: str,
+                  campaign_ids: Sequence[str] | None = None) -> ReportContent:
+    """Everything a report shows, from any connection with the lake's views."""
+    inventory = inspect_lake(con)
+    metrics = compute_metrics(con, campaign_ids)
+    missing = list(inventory.missing)
+    for row in metrics.campaigns.iter_rows(named=True):
+        if row["n_attempts"] == 0:
+            missing.append(f"campaign {row['campaign_id']}: no attempts in the lake")
+        if not row["has_campaign_row"]:
+            missing.append(f"campaign {row['campaign_id']}: no campaigns row (method, model and budget unknown)")
+    if not metrics.campaign_ids:
+        missing.append("campaigns: the lake holds no campaign yet")
+    return ReportContent(
+        lake_root=lake_label,
+        generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        metrics=metrics,
+        quality=check_lake_quality(con, metrics.campaign_ids),
+        missing=tuple(dict.fromkeys(missing)),
+        figures=all_figures(metrics),
+    )
+
+
+def write_report(lake_root: Path, out: Path, campaign_ids: Sequence[str] | None = None) -> ReportResult:
+    """Write index.html, summary.md (+ figures/) and metrics.parquet for the lake's campaigns."""
+    started = time.perf_counter()
+    lake_root, out = Path(lake_root), Path(out)
+    con = open_lake_connection(lake_root)
+    try:
+        content = build_content(con, str(lake_root), campaign_ids)
+    finally:
+        con.close()
+    try:
+        paths = _write_outputs(content, out)
+    except OSError as exc:
+        raise ReportError(f"{out}: cannot write the report ({exc.strerror or exc})") from None
+    return ReportResult(
+        out=out, html_path=paths[0], summary_path=paths[1], metrics_path=paths[2],
+        expectations_passed=content.quality.passed, missing=content.missing,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def _write_outputs(content: ReportContent, out: Path) -> tuple[Path, Path, Path]:
+    (out / FIGURES_DIR).mkdir(parents=True, exist_ok=True)
+    for figure in content.figures:
+        _atomic_write(out / FIGURES_DIR / f"{figure.name}.png", figure.png)
+    metrics_path = out / "metrics.parquet"
+    tmp = metrics_path.with_name(f".{metrics_path.name}.{os.getpid()}.tmp")
+    content.metrics.to_long().write_parquet(tmp)
+    os.replace(tmp, metrics_path)
+    summary_path = _atomic_write(out / "summary.md", render_markdown(content).encode())
+    html_path = _atomic_write(out / "index.html", render_html(content).encode())
+    return html_path, summary_path, metrics_path
+
+
+def _atomic_write(path: Path, payload: bytes) -> Path:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(payload)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,88 @@
+"""The definition of every metric the report shows, in words, with the SQL file that computes it.
+
+The report prints these next to the numbers, so a reader never has to guess what a column means.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MetricDefinition:
+    key: str  # the column / metric name in metrics.parquet
+    title: str
+    definition: str
+    sql: str  # reports/sql/<sql>.sql
+
+
+DEFINITIONS: tuple[MetricDefinition, ...] = (
+    MetricDefinition(
+        "n_tasks", "tasks",
+        "Distinct tasks with at least one attempt in the campaign (the denominator of every task share).",
+        "group_metrics"),
+    MetricDefinition(
+        "compile_rate_tasks", "compile rate (tasks)",
+        "Share of tasks with at least one attempt that passed the compile gate within the budget "
+        "(attempts with iteration < the campaign's budget; all recorded attempts when none is set).",
+        "group_metrics"),
+    MetricDefinition(
+        "correct_rate_tasks", "correctness (tasks)",
+        "Share of tasks with at least one attempt whose correctness gate passed (attempts.correct) within the budget.",
+        "group_metrics"),
+    MetricDefinition(
+        "compile_rate_attempts", "compile rate (attempts)", "Compiling attempts / all attempts.", "group_metrics"),
+    MetricDefinition(
+        "correct_rate_attempts", "correctness (attempts)", "Correct attempts / all attempts.", "group_metrics"),
+    MetricDefinition(
+        "draft_speedup_median", "speedup over first draft (median, IQR)",
+        "Per task with a timed feasible kernel (feasible = hack, compile and correctness gates passed): "
+        "latency of the first feasible draft / latency of the fastest feasible kernel (candidate_ms); "
+        "median and interquartile range (Q1-Q3) over those tasks. The paper's headline metric. "
+        "Its interval is the median of per-task conservative bounds built from the two kernels' "
+        "verifier CIs (fastest.ci_low / first.ci_high .. fastest.ci_high / first.ci_low).",
+        "task_outcomes"),
+    MetricDefinition(
+        "speedup_geomean", "speedup over PyTorch (geomean)",
+        "Geometric mean, over tasks with a feasible kernel whose speedup was measured, of the best "
+        "kernel's speedup over the PyTorch reference (attempts.speedup, from the verifier). Its "
+        "interval is the geometric mean of the best kernels' 95% bootstrap CI bounds from the verifier.",
+        "group_metrics"),
+    MetricDefinition(
+        "fast_p", "fast_p (p = 0, 1, 1.5, 2)",
+        "KernelBench's definition: share of ALL tasks of the group that have a correct kernel with "
+        "speedup > p. fast_0 = correctness (tasks); for p > 0 the kernel must be feasible and timed.",
+        "group_metrics"),
+    MetricDefinition(
+        "iterations_to_first_feasible_median", "iterations to first feasible",
+        "Per task that reached a feasible kernel: its iteration + 1 (attempts used); median and mean over those tasks.",
+        "group_metrics"),
+    MetricDefinition(
+        "llm_calls", "LLM calls",
+        "Attempts (one generation each) plus recorded non-attempt calls (llm_calls, e.g. distillation).",
+        "group_metrics"),
+    MetricDefinition(
+        "tokens", "tokens", "Input + output tokens of attempts and recorded non-attempt LLM calls.", "group_metrics"),
+    MetricDefinition(
+        "cost_usd", "cost (USD)", "Recorded LLM cost of attempts and non-attempt calls.", "group_metrics"),
+    MetricDefinition(
+        "verify_seconds", "verifier seconds", "Sum of the verifier's wall time over attempts.", "group_metrics"),
+    MetricDefinition(
+        "cost_usd_per_correct_kernel", "per correct kernel",
+        "LLM calls, tokens, cost and verifier seconds divided by the number of correct attempts (correct kernels).",
+        "group_metrics"),
+    MetricDefinition(
+        "cumulative_correct_rate", "learning curves",
+        "At iteration x: share of ALL the campaign's tasks with a compiling / correct kernel at some iteration <= x.",
+        "learning_curves"),
+    MetricDefinition(
+        "q_value", "Q trajectories",
+        "For the most retrieved items per stage (retrieval count in the campaigns' attempts): q_after of "
+        "each value update of that stage, in seq order; the last point is the item's current Q.",
+        "q_trajectories"),
+    MetricDefinition(
+        "solves_with_item_in_context", "provenance of first solves",
+        "Per item: tasks whose first correct attempt had the item in its retrieved context, and tasks "
+        "whose attempts up to that first solve retrieved it at all.",
+        "provenance_items"),
+)

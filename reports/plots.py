@@ -1,0 +1,164 @@
+"""The report's figures, drawn with matplotlib (Agg backend) as PNG bytes.
+
+Why matplotlib rather than altair/vega: it is already a dependency, renders with no JavaScript,
+so index.html stays readable offline and in any browser with plain base64 <img> tags (a vega
+chart needs ~1 MB of JS bundles inlined, or a CDN the machine cannot reach), and the same PNGs
+serve summary.md. Each function takes the polars frames of ``reports.metrics.Metrics`` and
+returns a ``Figure`` (name, title, PNG bytes), or None when there is nothing to draw.
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+
+import polars as pl
+
+DPI = 110
+
+
+@dataclass(frozen=True)
+class Figure:
+    name: str  # file stem, e.g. "learning_curves"
+    title: str
+    png: bytes
+    caption: str
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _plain_ticks():
+    from matplotlib.ticker import FormatStrFormatter
+
+    return FormatStrFormatter("%.2g")
+
+
+def _integer_ticks():
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(integer=True)
+
+
+def _to_png(fig) -> bytes:
+    plt = _pyplot()
+    buffer = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buffer, format="png", dpi=DPI)
+    plt.close(fig)
+    return buffer.getvalue()
+
+
+def learning_curves(curves: pl.DataFrame) -> Figure | None:
+    """Cumulative compile rate and correctness against iteration, one line per campaign."""
+    if curves.is_empty():
+        return None
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
+    for campaign, frame in curves.group_by("campaign_id", maintain_order=True):
+        x = (frame["iteration"] + 1).to_list()
+        axes[0].step(x, frame["compile_rate"].to_list(), where="post", label=campaign[0])
+        axes[1].step(x, frame["correct_rate"].to_list(), where="post", label=campaign[0])
+    for ax, title in zip(axes, ("compile rate (tasks)", "correctness (tasks)")):
+        ax.xaxis.set_major_locator(_integer_ticks())
+        ax.set_title(title)
+        ax.set_xlabel("iteration (attempts per task)")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("share of tasks")
+    axes[1].legend(fontsize=8, loc="lower right")
+    return Figure("learning_curves", "Learning curves", _to_png(fig),
+                  "Share of all tasks with a compiling / correct kernel by iteration.")
+
+
+def speedup_distribution(speedups: pl.DataFrame) -> Figure | None:
+    """Best kernel's speedup over PyTorch and over the first draft per task, log scale."""
+    if speedups.is_empty():
+        return None
+    plt = _pyplot()
+    campaigns = speedups["campaign_id"].unique(maintain_order=True).to_list()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+    panels = (("best_speedup", "best kernel vs PyTorch reference"), ("draft_speedup", "best kernel vs first feasible draft"))
+    for ax, (column, title) in zip(axes, panels):
+        data = [speedups.filter(pl.col("campaign_id") == c)[column].drop_nulls().to_list() for c in campaigns]
+        kept = [(c, d) for c, d in zip(campaigns, data) if d]
+        if kept:
+            ax.boxplot([d for _, d in kept], showfliers=False)
+            for position, (_, values) in enumerate(kept, start=1):
+                ax.scatter([position] * len(values), values, s=12, alpha=0.6, zorder=3)
+            ax.set_xticks(range(1, len(kept) + 1), [c for c, _ in kept], rotation=20, fontsize=8)
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(_plain_ticks())
+        ax.yaxis.set_minor_formatter(_plain_ticks())
+        ax.axhline(1.0, color="grey", lw=0.8, ls="--")
+        ax.set_title(title)
+        ax.set_ylabel("speedup (log scale)")
+        ax.grid(alpha=0.3, which="both")
+    return Figure("speedup_distribution", "Speedup distributions", _to_png(fig),
+                  "One point per solved task (its best feasible kernel); dashed line = no speedup.")
+
+
+def category_bars(groups: pl.DataFrame) -> Figure | None:
+    """Correctness and fast_1 per op category, bars grouped by campaign."""
+    frame = groups.filter(pl.col("group_kind") == "category")
+    if frame.is_empty():
+        return None
+    plt = _pyplot()
+    categories = sorted(frame["group_name"].unique().to_list())
+    campaigns = frame["campaign_id"].unique(maintain_order=True).to_list()
+    width = 0.8 / max(len(campaigns), 1)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    for ax, (column, title) in zip(axes, (("correct_rate_tasks", "correctness"), ("fast_1", "fast_1"))):
+        for index, campaign in enumerate(campaigns):
+            rows = dict(frame.filter(pl.col("campaign_id") == campaign).select("group_name", column).iter_rows())
+            values = [rows.get(category) or 0.0 for category in categories]
+            positions = [i + index * width for i in range(len(categories))]
+            ax.bar(positions, values, width=width, label=campaign)
+        ax.set_xticks([i + width * (len(campaigns) - 1) / 2 for i in range(len(categories))], categories,
+                      rotation=30, ha="right", fontsize=8)
+        ax.set_title(f"{title} per category")
+        ax.set_ylim(0, 1.05)
+        ax.grid(alpha=0.3, axis="y")
+    axes[0].set_ylabel("share of tasks")
+    axes[1].legend(fontsize=8)
+    return Figure("category_bars", "Per-category results", _to_png(fig),
+                  "Share of the category's tasks with a correct kernel / a kernel faster than PyTorch.")
+
+
+def q_trajectories(q: pl.DataFrame) -> Figure | None:
+    """Q after each value update of the most retrieved items, one panel per stage."""
+    if q.is_empty():
+        return None
+    plt = _pyplot()
+    stages = sorted(q["stage"].unique().to_list())
+    fig, axes = plt.subplots(1, len(stages), figsize=(5 * len(stages), 3.6), squeeze=False)
+    for ax, stage in zip(axes[0], stages):
+        for (item,), frame in q.filter(pl.col("stage") == stage).group_by("item_id", maintain_order=True):
+            label = f"{frame['title'][0][:32]} ({frame['n_retrievals'][0]}x)"
+            x = [0] + frame["update_index"].to_list()
+            y = [frame["q_before"][0]] + frame["q_after"].to_list()
+            ax.plot(x, y, marker="o", ms=2.5, lw=1.2, label=label)
+        ax.set_title(f"Q{stage} ({'drafting' if stage == 1 else 'refining'})")
+        ax.set_xlabel("value update")
+        ax.set_ylabel("Q")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    return Figure("q_trajectories", "Q-value trajectories", _to_png(fig),
+                  "Most retrieved items per stage; legend: title (retrievals).")
+
+
+def all_figures(metrics) -> tuple[Figure, ...]:
+    """Every figure that has data, in report order."""
+    drawn = (
+        learning_curves(metrics.learning_curves),
+        speedup_distribution(metrics.speedups),
+        category_bars(metrics.groups),
+        q_trajectories(metrics.q_trajectories),
+    )
+    return tuple(figure for figure in drawn if figure is not None)

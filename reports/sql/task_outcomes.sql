@@ -1,0 +1,95 @@
+-- One row per (campaign, task): what the task reached within the campaign's budget.
+-- Budget: attempts with iteration < the campaign's settings budget (campaigns.settings_json
+-- "budget"); every recorded attempt when the campaign records none.
+-- feasible = hack_passed AND compile_passed AND correct (the paper's g_feas).
+-- Parameters: $campaign_ids VARCHAR[].
+WITH budgets AS (
+    SELECT campaign_id,
+           TRY_CAST(json_extract_string(last(settings_json ORDER BY recorded_at NULLS FIRST), '$.budget') AS INTEGER) AS budget
+    FROM campaigns
+    WHERE list_contains($campaign_ids, campaign_id)
+    GROUP BY campaign_id
+),
+scoped AS (
+    SELECT a.*,
+           coalesce(a.hack_passed AND a.compile_passed AND a.correct, false) AS is_feasible,
+           a.candidate_ms > 0 AND isfinite(a.candidate_ms) AS has_timing,
+           a.speedup > 0 AND isfinite(a.speedup) AS has_speedup
+    FROM attempts a
+    LEFT JOIN budgets b USING (campaign_id)
+    WHERE list_contains($campaign_ids, a.campaign_id)
+      AND (b.budget IS NULL OR a.iteration < b.budget)
+),
+per_task AS (
+    SELECT
+        campaign_id,
+        task_id,
+        min(level) AS level,
+        min(category) AS category,
+        count(*) AS n_attempts,
+        count(*) FILTER (WHERE compile_passed) AS n_compiled,
+        count(*) FILTER (WHERE correct) AS n_correct,
+        count(*) FILTER (WHERE is_feasible) AS n_feasible,
+        max(iteration) AS max_iteration,
+        min(iteration) FILTER (WHERE compile_passed) AS first_compile_iteration,
+        min(iteration) FILTER (WHERE correct) AS first_correct_iteration,
+        min(iteration) FILTER (WHERE is_feasible) AS first_feasible_iteration,
+        CAST(sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0)) AS BIGINT) AS attempt_tokens,
+        sum(coalesce(cost_usd, 0)) AS attempt_cost_usd,
+        sum(coalesce(verify_seconds, 0)) AS verify_seconds,
+        sum(coalesce(llm_seconds, 0)) AS llm_seconds
+    FROM scoped
+    GROUP BY campaign_id, task_id
+),
+first_timed AS (  -- the first feasible draft with a latency measurement
+    SELECT campaign_id, task_id, candidate_ms AS first_feasible_ms,
+           ci_low AS first_ci_low, ci_high AS first_ci_high
+    FROM scoped
+    WHERE is_feasible AND has_timing
+    QUALIFY row_number() OVER (PARTITION BY campaign_id, task_id ORDER BY iteration, attempt_id) = 1
+),
+fastest AS (  -- the fastest feasible kernel by candidate latency
+    SELECT campaign_id, task_id, candidate_ms AS best_ms,
+           ci_low AS fastest_ci_low, ci_high AS fastest_ci_high
+    FROM scoped
+    WHERE is_feasible AND has_timing
+    QUALIFY row_number() OVER (PARTITION BY campaign_id, task_id ORDER BY candidate_ms, iteration, attempt_id) = 1
+),
+best AS (  -- the best feasible kernel by speedup over the PyTorch reference
+    SELECT campaign_id, task_id, attempt_id AS best_attempt_id, iteration AS best_iteration,
+           speedup AS best_speedup, ci_low AS best_ci_low, ci_high AS best_ci_high, flagged AS best_flagged
+    FROM scoped
+    WHERE is_feasible AND has_speedup
+    QUALIFY row_number() OVER (PARTITION BY campaign_id, task_id ORDER BY speedup DESC, iteration, attempt_id) = 1
+),
+task_calls AS (  -- non-attempt LLM calls (e.g. distillation) attributed to a task
+    SELECT campaign_id, task_id, count(*) AS extra_llm_calls,
+           CAST(sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0)) AS BIGINT) AS extra_tokens,
+           sum(coalesce(cost_usd, 0)) AS extra_cost_usd
+    FROM llm_calls
+    WHERE list_contains($campaign_ids, campaign_id) AND task_id IS NOT NULL
+    GROUP BY campaign_id, task_id
+)
+SELECT
+    p.*,
+    f.first_feasible_ms,
+    x.best_ms,
+    f.first_feasible_ms / x.best_ms AS draft_speedup,
+    -- conservative interval of the ratio from the verifier's speedup CIs of the two kernels
+    x.fastest_ci_low / f.first_ci_high AS draft_speedup_ci_low,
+    x.fastest_ci_high / f.first_ci_low AS draft_speedup_ci_high,
+    b.best_attempt_id,
+    b.best_iteration,
+    b.best_speedup,
+    b.best_ci_low,
+    b.best_ci_high,
+    b.best_flagged,
+    p.n_attempts + coalesce(c.extra_llm_calls, 0) AS llm_calls,
+    p.attempt_tokens + coalesce(c.extra_tokens, 0) AS tokens,
+    p.attempt_cost_usd + coalesce(c.extra_cost_usd, 0) AS cost_usd
+FROM per_task p
+LEFT JOIN first_timed f USING (campaign_id, task_id)
+LEFT JOIN fastest x USING (campaign_id, task_id)
+LEFT JOIN best b USING (campaign_id, task_id)
+LEFT JOIN task_calls c USING (campaign_id, task_id)
+ORDER BY p.campaign_id, p.level, p.category, p.task_id
