@@ -126,16 +126,16 @@ class ScriptedLLM:
         self._fired: set[tuple[str, str, int, int]] = set()
         self._lock = threading.Lock()
 
-    def _slots(self, req: LLMRequest) -> tuple[tuple[str, str], tuple[Slot, ...]]:
+    def _slots(self, req: LLMRequest) -> tuple[Slot, ...]:
         for key in ((req.task_id, req.stage), ("*", req.stage)):
             if key in self._table:
-                return key, self._table[key]
+                return self._table[key]
         raise FatalLLMError(f"{self.path}: no scripted {req.stage!r} responses for task "
                             f"{req.task_id!r} and no \"*\" fallback")
 
     def _once(self, req: LLMRequest) -> tuple[str, str]:
         with self._lock:
-            key, slots = self._slots(req)
+            key, slots = (req.task_id, req.stage), self._slots(req)
             index = req.metadata.get("call_index") if req.metadata else None
             counted = not isinstance(index, int)
             index = min(self._counters.get(key, 0) if counted else index, len(slots) - 1)

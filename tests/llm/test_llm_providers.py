@@ -154,3 +154,12 @@ def test_openai_compatible_uses_its_base_url_model_and_a_dummy_key(fake_api, mon
     with pytest.raises(FatalLLMError):
         keyless.complete(REQ)
     assert fake_api.requests[-1][1]["authorization"] == "Bearer none"
+
+
+def test_an_exhausted_quota_429_is_fatal_not_retried(provider):
+    make, api, sleep = provider
+    body = b'{"type": "error", "error": {"type": "insufficient_quota", "code": "insufficient_quota", "message": "quota"}}'
+    api.push(Answer(status=429, raw=body))
+    with pytest.raises(FatalLLMError, match="spending budget exhausted"):
+        make().complete(REQ)
+    assert sleep.calls == []
