@@ -21,6 +21,7 @@ app = typer.Typer(
 
 COMMAND_MODULES = (
     "config_cmd",
+    "report_cmd",
 )
 
 for _name in COMMAND_MODULES:

@@ -1,0 +1,43 @@
+"""`evokernel report`: write a lake's report (index.html, summary.md, metrics.parquet).
+
+Calls ``reports.build.write_report`` directly (the `report` Prefect flow wraps the same call for
+deployments and the campaign flow), so the command needs no Prefect server and starts fast.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from evokernel.cli.errors import EXIT_FAILED, fail
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("report")
+    def report(
+        lake: Path = typer.Option(..., "--lake", help="memory lake directory"),
+        out: Path = typer.Option(..., "--out", help="output directory (index.html, summary.md, metrics.parquet)"),
+        campaign: Optional[List[str]] = typer.Option(
+            None, "--campaign", help="campaign id to include (repeatable or comma-separated); default: all"),
+        strict: bool = typer.Option(False, "--strict", help="exit 1 when a data-quality expectation fails"),
+    ) -> None:
+        """Report campaigns side by side: metrics, learning curves, Q trajectories, data quality."""
+        from reports.build import ReportError, write_report
+
+        campaign_ids = [c for item in campaign or [] for c in item.split(",") if c] or None
+        try:
+            result = write_report(lake, out, campaign_ids)
+        except ReportError as exc:
+            fail(str(exc).splitlines()[0] if str(exc) else "report failed")
+            return
+        typer.echo(f"report: {result.html_path}")
+        typer.echo(f"summary: {result.summary_path}")
+        typer.echo(f"metrics: {result.metrics_path}")
+        typer.echo(f"data quality: {'passed' if result.expectations_passed else 'FAILED (see the report)'}")
+        for line in result.missing:
+            typer.echo(f"missing: {line}")
+        typer.echo(f"written in {result.seconds:.1f} s")
+        if strict and not result.expectations_passed:
+            raise typer.Exit(EXIT_FAILED)
