@@ -1,0 +1,180 @@
+"""Lint many tasks with a small pool of worker processes, each linting tasks one after another.
+
+Each worker pays torch's import once (1-3 s) instead of once per task. A task gets a wall-clock
+timeout; a worker that hangs or dies (segfault, OOM kill) is killed and replaced, and only the task
+it was on is quarantined with the reason. The build never crashes because of a reference.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from kernelbench_npu.variants import tolerances
+
+STARTUP_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class LintRequest:
+    key: str  # unique per request (the task id)
+    source: str  # the adapted problem source
+    dtype: str
+    time_budget_ms: float
+    path: str  # shown in tracebacks, e.g. "problems/L1/019_relu.py"
+
+
+@dataclass(frozen=True)
+class LintResult:
+    key: str
+    status: str  # "ok" | "quarantined"
+    reason: str | None
+    reference_ms: float | None
+    atol: float
+    rtol: float
+
+
+class _Worker:
+    """One lint worker process and the pipe it answers on."""
+
+    def __init__(self, threads: int, memory_bytes: int):
+        read_fd, write_fd = os.pipe()
+        self.stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "kernelbench_npu.lint_worker", str(write_fd), str(threads), str(memory_bytes)],
+            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.stderr, pass_fds=(write_fd,),
+            text=True, start_new_session=True, env=_worker_env(threads),
+        )
+        os.close(write_fd)
+        self.reader = os.fdopen(read_fd, "r")
+        self.pending = ""
+
+    def read_line(self, timeout_s: float) -> dict | None:
+        """The next JSON answer, or None on timeout or worker death."""
+        deadline = time.monotonic() + timeout_s
+        while "\n" not in self.pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([self.reader], [], [], remaining)
+            if ready:
+                chunk = os.read(self.reader.fileno(), 1 << 16).decode()
+                if not chunk:
+                    return None
+                self.pending += chunk
+        line, self.pending = self.pending.split("\n", 1)
+        return json.loads(line)
+
+    def send(self, request: LintRequest) -> None:
+        self.proc.stdin.write(json.dumps(request.__dict__) + "\n")
+        self.proc.stdin.flush()
+
+    def death_reason(self) -> str:
+        code = self.proc.poll()
+        if code is None:
+            return ""
+        if code < 0:
+            return f"lint worker killed by signal {signal.Signals(-code).name}"
+        self.stderr.seek(0)
+        tail = [ln for ln in self.stderr.read().decode(errors="replace").splitlines() if ln.strip()]
+        return f"lint worker exited with code {code}" + (f": {tail[-1][:200]}" if tail else "")
+
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.reader, self.stderr):
+            try:
+                stream.close()
+            except OSError:
+                pass
+
+
+def _worker_env(threads: int) -> dict:
+    env = dict(os.environ)
+    env.update(OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads), PYTHONHASHSEED="0")
+    return env
+
+
+def lint_all(requests: Sequence[LintRequest], task_timeout_s: float, workers: int = 2, threads: int = 1,
+             memory_bytes: int = 4 << 30, progress: Callable[[str], None] | None = None) -> dict[str, LintResult]:
+    """Lint every request; return one result per key (timeouts and crashes become quarantines)."""
+    todo: queue.Queue = queue.Queue()
+    for request in requests:
+        todo.put(request)
+    results: dict[str, LintResult] = {}
+    lock = threading.Lock()
+
+    def run_slot() -> None:
+        worker = None
+        try:
+            while True:
+                try:
+                    request = todo.get_nowait()
+                except queue.Empty:
+                    return
+                try:
+                    worker = worker or _start(threads, memory_bytes)
+                    result, worker = _lint_one(worker, request, task_timeout_s)
+                except RuntimeError as exc:
+                    result = _failed(request, str(exc))
+                with lock:
+                    results[request.key] = result
+                    if progress:
+                        progress(f"lint {request.key}: {result.status}" + (f" ({result.reason})" if result.reason else ""))
+        finally:
+            if worker is not None:
+                worker.kill()
+
+    slots = [threading.Thread(target=run_slot, daemon=True) for _ in range(max(1, min(workers, len(requests))))]
+    for slot in slots:
+        slot.start()
+    for slot in slots:
+        slot.join()
+    return results
+
+
+def _start(threads: int, memory_bytes: int) -> _Worker:
+    worker = _Worker(threads, memory_bytes)
+    if worker.read_line(STARTUP_TIMEOUT_S) is None:
+        reason = worker.death_reason() or "no answer"
+        worker.kill()
+        raise RuntimeError(f"lint worker failed to start: {reason}")
+    return worker
+
+
+def _lint_one(worker: _Worker, request: LintRequest, timeout_s: float) -> tuple[LintResult, _Worker | None]:
+    """Lint one request; on a hang or crash, quarantine it and hand back None (a new worker is started lazily)."""
+    try:
+        worker.send(request)
+        answer = worker.read_line(timeout_s)
+    except (BrokenPipeError, OSError):
+        answer = None
+    if answer is not None:
+        return _result(request, answer), worker
+    reason = worker.death_reason() or f"lint timed out after {timeout_s:g} s (hang or far too slow)"
+    worker.kill()
+    return _failed(request, reason), None
+
+
+def _result(request: LintRequest, answer: dict) -> LintResult:
+    if "error" in answer:
+        return _failed(request, f"reference failed: {answer['error']}")
+    return LintResult(request.key, answer["status"], answer["reason"], answer["reference_ms"], answer["atol"], answer["rtol"])
+
+
+def _failed(request: LintRequest, reason: str) -> LintResult:
+    atol, rtol = tolerances(request.dtype, 1.0)
+    return LintResult(request.key, "quarantined", reason, None, atol, rtol)

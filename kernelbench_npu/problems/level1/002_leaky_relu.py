@@ -1,0 +1,29 @@
+"""LeakyReLU with slope 0.05 (EvoKernel bundled problem, level 1)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+CATEGORY = "activation"
+
+
+class Model(nn.Module):
+    """Applies LeakyReLU with slope 0.05 elementwise to a 2-D tensor."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.leaky_relu(x, negative_slope=0.05)
+
+
+batch_size = 128
+dim = 65535
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,29 @@
+"""Softplus with beta 2 (EvoKernel bundled problem, level 1)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+CATEGORY = "activation"
+
+
+class Model(nn.Module):
+    """Applies Softplus with beta 2 elementwise to a 2-D tensor."""
+
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.softplus(x, beta=2.0, threshold=10.0)
+
+
+batch_size = 64
+dim = 65536
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []

@@ -1,0 +1,32 @@
+"""Maximum over the middle dimension (EvoKernel bundled problem, level 1)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+CATEGORY = "reduction"
+
+
+class Model(nn.Module):
+    """Maximum over the middle dimension."""
+
+    def __init__(self, dim: int):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.amax(x, dim=self.dim)
+
+
+batch_size = 32
+rows = 1536
+cols = 1024
+reduce_dim = 1
+
+
+def get_inputs():
+    return [torch.randn(batch_size, rows, cols)]
+
+
+def get_init_inputs():
+    return [reduce_dim]

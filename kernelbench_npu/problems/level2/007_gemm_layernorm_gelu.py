@@ -1,0 +1,32 @@
+"""Linear layer, LayerNorm, GELU (EvoKernel bundled problem, level 2)."""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+CATEGORY = "fusion-matmul"
+
+
+class Model(nn.Module):
+    """Linear layer, LayerNorm, GELU."""
+
+    def __init__(self, in_features: int, out_features: int):
+        super().__init__()
+        self.linear = nn.Linear(in_features, out_features)
+        self.norm = nn.LayerNorm(out_features)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.gelu(self.norm(self.linear(x)))
+
+
+batch_size = 1024
+in_features = 1024
+out_features = 1024
+
+
+def get_inputs():
+    return [torch.randn(batch_size, in_features)]
+
+
+def get_init_inputs():
+    return [in_features, out_features]
