@@ -1,0 +1,64 @@
+"""The public entry point: ``verify(task, candidate_source, backend, settings) -> Verdict``.
+
+Order: hack (static, in this process) -> compile -> correctness -> latency, stopping at the first
+failure. Everything after the static checks runs in two sandboxed processes started at once: the
+candidate child (compile, load, trials, timing) and the reference worker (never imports candidate
+code), so the reference outputs are computed while the candidate compiles. Never raises for a bad
+candidate; verifier failures set ``Verdict.infrastructure_error``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import shutil
+import tempfile
+from dataclasses import replace
+from pathlib import Path
+
+from kernelbench_npu.spec import TaskSpec
+from verifier.backends import get_backend
+from verifier.feedback import format_feedback
+from verifier.gates.hack import static_gate
+from verifier.result import GateResult, Verdict
+from verifier.seeds import derive_seed, new_master_seed
+from verifier.session import InfrastructureError, Session
+from verifier.settings import VerifySettings
+
+
+def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
+           settings: VerifySettings | None = None) -> Verdict:
+    settings = settings or VerifySettings()
+    code_sha = hashlib.sha256(candidate_source.encode()).hexdigest()
+    try:
+        backend_impl = get_backend(backend)
+        availability = backend_impl.availability()
+    except Exception as exc:  # unknown backend, import failure of an optional backend
+        return _finish(Verdict(task.task_id, backend, code_sha, (), infrastructure_error=f"backend {backend!r}: {exc}"))
+    if not availability.available:
+        return _finish(Verdict(task.task_id, backend, code_sha, (),
+                               infrastructure_error=f"backend {backend} unavailable: {availability.reason}"))
+    hack = static_gate(candidate_source, task.dtype, settings.disabled_checks)
+    if not hack.passed:
+        return _finish(Verdict(task.task_id, backend, code_sha, (hack,)))
+    seed = settings.seed if settings.seed is not None else new_master_seed()
+    workdir = Path(tempfile.mkdtemp(prefix="evokernel-verify-"))
+    session = Session(task, candidate_source, backend, settings, workdir,
+                      init_seed=derive_seed(seed, "init"), input_seed=derive_seed(seed, "inputs"),
+                      nonces=(secrets.token_hex(16), secrets.token_hex(16)))
+    try:
+        gates, latency, extra = session.run(hack)
+        verdict = Verdict(task.task_id, backend, code_sha, tuple(gates), latency, extra={**extra, "seed": seed})
+    except InfrastructureError as exc:
+        verdict = Verdict(task.task_id, backend, code_sha, (hack,), infrastructure_error=str(exc), extra={"seed": seed})
+    finally:
+        session.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+    return _finish(verdict)
+
+
+def _finish(verdict: Verdict) -> Verdict:
+    return replace(verdict, feedback=format_feedback(verdict))
+
+
+__all__ = ["verify", "VerifySettings", "Verdict", "GateResult"]

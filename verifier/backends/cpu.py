@@ -1,0 +1,167 @@
+"""The CPU backend: C++/OpenMP candidates built by the system compiler (fast loader) or by
+torch's ``load_inline``, loaded in the sandbox child, timed with ``perf_counter_ns``.
+
+Parent side: availability, scaffold. Child side: compile (every statically extracted native
+source, before candidate code runs), load (the candidate module in a fresh namespace, with
+``load_c``/``load_inline`` restricted to the prebuilt libraries).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import shutil
+import sys
+import time
+import types
+from pathlib import Path
+
+from kernelbench_npu.spec import TaskSpec
+from verifier import cpu_native
+from verifier.backends.base import Availability, Backend, CompileOutcome, GateCapability, SeedItem
+from verifier.native_sources import INLINE_POSITIONAL, NativeSource, SourceExtractionError, extract
+from verifier.sandbox import seccomp
+from verifier.settings import DEFAULT_PLAUSIBILITY_BOUND
+
+_HERE = Path(__file__).parent
+# load_inline flags a candidate may pass; anything else is dropped (no -include, plugins, wraps).
+INLINE_FLAG_ALLOW = {"-O3", "-O2", "-march=native", "-fopenmp", "-std=c++17", "-lgomp"}
+
+
+def inline_key(kwargs: dict) -> str:
+    wanted = {k: kwargs.get(k) for k in ("name", "cpp_sources", "functions", "extra_cflags", "extra_ldflags")}
+    return hashlib.sha256(json.dumps(wanted, sort_keys=True, default=list).encode()).hexdigest()
+
+
+class CpuBackend(Backend):
+    name = "cpu"
+
+    def __init__(self) -> None:
+        self._inline_built: dict[str, tuple[str, str]] = {}  # inline key -> (module name, build dir)
+
+    def availability(self) -> Availability:
+        compiler = shutil.which(cpu_native.COMPILER)
+        has_torch = importlib.util.find_spec("torch") is not None
+        sandbox_note = "" if seccomp.supported() else "no seccomp filter on this platform"
+        gates = (GateCapability("hack", True, ""), GateCapability("compile", bool(compiler), "" if compiler else "no g++"),
+                 GateCapability("correctness", has_torch, ""), GateCapability("latency", has_torch, sandbox_note))
+        if not compiler:
+            return Availability(self.name, False, f"{cpu_native.COMPILER} not found on PATH", gates)
+        if not has_torch:
+            return Availability(self.name, False, "torch is not installed", gates)
+        return Availability(self.name, True, f"{compiler} with OpenMP; torch CPU", gates)
+
+    def scaffold(self, task: TaskSpec | None = None, threads: int = 2) -> str:
+        text = (_HERE / "cpu_scaffold.md").read_text().format(
+            threads=threads, bound=DEFAULT_PLAUSIBILITY_BOUND,
+            example_task=(_HERE / "cpu_example_task.txt").read_text(),
+            example_candidate=(_HERE / "cpu_example_candidate.txt").read_text())
+        if task is not None:
+            text += (f"\n## This task\n{task.task_id} ({task.name}), dtype {task.dtype}, "
+                     f"tolerance atol={task.atol:g} rtol={task.rtol:g}.\n")
+        return text
+
+    def seed_items(self) -> tuple[SeedItem, ...]:
+        example = (_HERE / "cpu_example_candidate.txt").read_text()
+        return (SeedItem("cpu backend scaffold", self.scaffold(None)),
+                SeedItem("cpu fast loader: linear + relu with OpenMP", "A complete load_c candidate.",
+                         code=example, category="matmul"))
+
+    # ---- child side ----------------------------------------------------------------------
+    def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
+        """Build every native source of the candidate into build_dir (the content-addressed cache)."""
+        start = time.perf_counter()
+        try:
+            compile(candidate_source, "candidate.py", "exec")
+            sources = extract(candidate_source)
+        except SyntaxError as exc:
+            return CompileOutcome(False, f"SyntaxError: line {exc.lineno}: {exc.msg}", time.perf_counter() - start)
+        except SourceExtractionError as exc:
+            return CompileOutcome(False, str(exc), time.perf_counter() - start)
+        if not sources:
+            return CompileOutcome(False, "no native code: call load_c(SOURCE, {...}) (or load_inline) at module "
+                                  "level; all arithmetic must run in native code", time.perf_counter() - start)
+        artifacts, cached = [], True
+        for native in sources:
+            remaining = max(1.0, timeout_s - (time.perf_counter() - start))
+            ok, diagnostics, path, was_cached = self._build_one(native, Path(build_dir), remaining)
+            if not ok:
+                return CompileOutcome(False, diagnostics, time.perf_counter() - start)
+            artifacts.append(path)
+            cached = cached and was_cached
+        return CompileOutcome(True, "", time.perf_counter() - start, cached, tuple(artifacts))
+
+    def _build_one(self, native: NativeSource, build_dir: Path, timeout_s: float) -> tuple[bool, str, str, bool]:
+        if native.loader == "load_c":
+            result = cpu_native.build(native.code, build_dir, timeout_s)
+            if result.ok:
+                cpu_native._PREBUILT[cpu_native.source_key(native.code)] = result.library
+            return result.ok, result.diagnostics, result.library, result.cached
+        return self._build_inline(dict(native.inline_args), build_dir)
+
+    def _build_inline(self, kwargs: dict, build_dir: Path) -> tuple[bool, str, str, bool]:
+        from torch.utils import cpp_extension
+
+        key = inline_key(kwargs)
+        target = build_dir / "inline" / key
+        cached = target.is_dir() and any(target.glob("*.so"))
+        target.mkdir(parents=True, exist_ok=True)
+        name = str(kwargs.get("name", "candidate_ext"))
+        args = dict(name=name, cpp_sources=kwargs.get("cpp_sources", ""), functions=kwargs.get("functions"),
+                    extra_cflags=[f for f in kwargs.get("extra_cflags") or [] if f in INLINE_FLAG_ALLOW],
+                    extra_ldflags=[f for f in kwargs.get("extra_ldflags") or [] if f in INLINE_FLAG_ALLOW],
+                    build_directory=str(target), verbose=False, with_cuda=False)
+        try:
+            cpp_extension.load_inline(**args)
+        except Exception as exc:  # torch raises RuntimeError with the full compiler log
+            return False, cpu_native.trim_diagnostics(str(exc), str(target)), "", False
+        self._inline_built[key] = (name, str(target))
+        return True, "", str(target), cached
+
+    def load(self, candidate_source: str, build_dir: Path) -> type:
+        """Import the candidate in a fresh module namespace; loaders only load prebuilt code."""
+        cpu_native._SANDBOXED = True
+        self._restrict_load_inline()
+        module = types.ModuleType("candidate")
+        module.__file__ = str(Path(build_dir) / "candidate.py")
+        sys.modules["candidate"] = module
+        exec(compile(candidate_source, "candidate.py", "exec"), module.__dict__)
+        model_new = module.__dict__.get("ModelNew")
+        if not isinstance(model_new, type):
+            raise LookupError("the candidate defines no class ModelNew")
+        return model_new
+
+    def _restrict_load_inline(self) -> None:
+        from torch.utils import cpp_extension
+
+        built = self._inline_built
+
+        def load_inline_prebuilt(*args, **kwargs):
+            kwargs.update(zip(INLINE_POSITIONAL, args))
+            entry = built.get(inline_key(kwargs))
+            if entry is None:
+                raise cpu_native.NativeBuildError("load_inline: these arguments were not built by the compile "
+                                                  "gate; use string literals or module-level constants")
+            module = cpp_extension._import_module_from_library(entry[0], entry[1], True)
+            return _CountingModule(module)
+
+        cpp_extension.load_inline = load_inline_prebuilt
+
+
+class _CountingModule:
+    """A load_inline module whose function calls are counted (the runtime 'native code ran' check)."""
+
+    def __init__(self, module: types.ModuleType) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str):
+        target = getattr(self._module, name)
+        if not callable(target):
+            return target
+
+        def counted(*args, **kwargs):
+            cpu_native.CALLS[0] += 1
+            return target(*args, **kwargs)
+
+        return counted

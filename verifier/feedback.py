@@ -1,0 +1,37 @@
+"""Feedback for the LLM: short structured text naming the failed gate, the trimmed reason and
+detail, or for a passing candidate the latency, speedup and confidence interval."""
+
+from __future__ import annotations
+
+from verifier.result import Verdict
+
+MAX_DETAIL_LINES = 20
+
+
+def format_feedback(verdict: Verdict) -> str:
+    if verdict.infrastructure_error:
+        return f"VERIFIER ERROR (not your kernel's fault): {verdict.infrastructure_error}"
+    lines = []
+    failed = verdict.failed_gate
+    for gate in verdict.gates:
+        mark = "ok" if gate.passed else "FAILED"
+        lines.append(f"[{gate.name}] {mark}" + (f": {gate.reason}" if gate.reason else ""))
+    if failed:
+        gate = verdict.gate(failed)
+        if gate and gate.detail and gate.detail.strip() != gate.reason.strip():
+            detail = gate.detail.splitlines()
+            lines.append("details:")
+            lines.extend("  " + ln for ln in detail[:MAX_DETAIL_LINES])
+            if len(detail) > MAX_DETAIL_LINES:
+                lines.append(f"  ... ({len(detail) - MAX_DETAIL_LINES} more lines)")
+        lines.insert(0, f"RESULT: failed at the {failed} gate")
+    elif verdict.latency:
+        lat = verdict.latency
+        lines.insert(0, "RESULT: passed all gates")
+        lines.append(f"latency: candidate {lat.candidate_ms:.3f} ms, reference {lat.reference_ms:.3f} ms, "
+                     f"speedup {lat.speedup:.2f}x (95% CI {lat.ci_low:.2f}-{lat.ci_high:.2f}, {lat.rounds} rounds)")
+        if lat.ci_high < 1.0:
+            lines.append("note: slower than the reference; aim for a speedup above 1")
+        if lat.flagged:
+            lines.append(f"flag: {lat.flag_reason}")
+    return "\n".join(lines)

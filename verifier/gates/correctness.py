@@ -1,0 +1,102 @@
+"""The correctness gate (parent side, numpy only): candidate outputs from the sandbox against
+reference outputs from the separate reference worker.
+
+Per output of every trial, all must hold: same count, dtype and shape; finite where the
+reference is finite (trials whose reference is non-finite are skipped unless they use the task's
+own inputs, where the non-finite pattern must match); elementwise ``|c - r| <= atol * max(1,
+max|r|) + rtol * |r|``; relative L2 error ``<= rtol``; and the scale-aware check: the error is at
+most ``trivial_margin`` times the error of trivial outputs (zeros, the mean, an input copy).
+The first mismatch is localised (trial, distribution, output, index, expected, got).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from verifier.result import GateResult
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    atol: float
+    rtol: float
+    trivial_margin: float
+
+
+@dataclass(frozen=True)
+class TrialOutputs:
+    index: int
+    distribution: str
+    dtypes: tuple[str, ...]
+    arrays: tuple[np.ndarray, ...]
+    trivial: tuple[dict, ...] = ()
+
+
+SKIPPED = "skipped"
+
+
+def compare_trial(cand: TrialOutputs, ref: TrialOutputs, tol: Tolerance) -> str | None:
+    """None if the trial passes, SKIPPED if not meaningful for this op, else a one-line mismatch."""
+    where = f"trial {cand.index} ({cand.distribution} inputs)"
+    if len(cand.arrays) != len(ref.arrays):
+        return f"{where}: returned {len(cand.arrays)} outputs, expected {len(ref.arrays)}"
+    for k, (c, r, cd, rd) in enumerate(zip(cand.arrays, ref.arrays, cand.dtypes, ref.dtypes)):
+        label = f"{where}, output {k}"
+        if cd != rd:
+            return f"{label}: dtype {cd}, expected {rd}"
+        if c.shape != r.shape:
+            return f"{label}: shape {tuple(c.shape)}, expected {tuple(r.shape)}"
+        r_finite = np.isfinite(r)
+        if not r_finite.all():
+            if ref.distribution != "task":
+                return SKIPPED  # e.g. exp of large inputs overflows: this distribution says nothing here
+            mismatch = _nonfinite_mismatch(c, r, r_finite)
+            if mismatch:
+                return f"{label}: {mismatch}"
+        problem = _compare_values(c, r, r_finite, tol, ref.trivial[k] if k < len(ref.trivial) else {})
+        if problem:
+            return f"{label}: {problem}"
+    return None
+
+
+def _nonfinite_mismatch(c: np.ndarray, r: np.ndarray, r_finite: np.ndarray) -> str:
+    bad = ~r_finite & ~((np.isnan(c) & np.isnan(r)) | (c == r))
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        return f"at index {idx}: expected {r[idx]!r}, got {c[idx]!r}"
+    return ""
+
+
+def _compare_values(c: np.ndarray, r: np.ndarray, mask: np.ndarray, tol: Tolerance, trivial: dict) -> str:
+    c64, r64 = c.astype(np.float64), r.astype(np.float64)
+    c_finite = np.isfinite(c64)
+    if (mask & ~c_finite).any():
+        idx = tuple(int(i) for i in np.argwhere(mask & ~c_finite)[0])
+        return f"non-finite value at index {idx}: expected {r64[idx]:.6g}, got {c64[idx]}"
+    cm, rm = np.where(mask, c64, 0.0), np.where(mask, r64, 0.0)
+    scale = max(1.0, float(np.abs(rm).max(initial=0.0)))
+    diff = np.abs(cm - rm)
+    bad = diff > tol.atol * scale + tol.rtol * np.abs(rm)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        return (f"mismatch at index {idx}: expected {r64[idx]:.6g}, got {c64[idx]:.6g} "
+                f"({int(bad.sum())} of {bad.size} elements out of tolerance, max abs error {diff.max():.3g})")
+    err, norm = float(np.linalg.norm(cm - rm)), float(np.linalg.norm(rm))
+    if norm > 0 and err / norm > tol.rtol:
+        return f"relative L2 error {err / norm:.3g} exceeds {tol.rtol:g}"
+    positive = {name: e for name, e in trivial.items() if e > 0}
+    if positive:
+        name, best = min(positive.items(), key=lambda kv: kv[1])
+        if err > tol.trivial_margin * best:
+            return (f"error {err:.3g} is not far below that of a trivial output ({name}: {best:.3g}); "
+                    f"it must be at most {tol.trivial_margin:g}x of it")
+    return ""
+
+
+def correctness_gate(mismatch: str | None, seconds: float, checked: int, skipped: int) -> GateResult:
+    if mismatch:
+        return GateResult("correctness", False, mismatch[:300], seconds, detail=mismatch)
+    note = f"{checked} trials matched" + (f", {skipped} skipped (reference non-finite)" if skipped else "")
+    return GateResult("correctness", True, "", seconds, detail=note)

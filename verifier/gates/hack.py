@@ -1,0 +1,42 @@
+"""The hack gate: static policy (Python AST + native tokens, parent side, before anything runs)
+plus the runtime integrity verdict the sandbox child reports (see verifier.sandbox.integrity).
+"""
+
+from __future__ import annotations
+
+import time
+
+from verifier.gates.hack_native import run_native_checks
+from verifier.gates.hack_python import Finding, run_python_checks
+from verifier.native_sources import SourceExtractionError, extract
+from verifier.result import GateResult
+
+MAX_LISTED = 5
+
+
+def static_findings(candidate_source: str, task_dtype: str, disabled: tuple[str, ...] = ()) -> list[Finding]:
+    findings = run_python_checks(candidate_source, task_dtype, disabled)
+    try:
+        sources = extract(candidate_source)
+    except (SyntaxError, SourceExtractionError):
+        sources = ()  # reported by the compile gate
+    for native in sources:
+        findings.extend(run_native_checks(native.code, task_dtype, disabled))
+    return findings
+
+
+def static_gate(candidate_source: str, task_dtype: str, disabled: tuple[str, ...] = ()) -> GateResult:
+    start = time.perf_counter()
+    findings = static_findings(candidate_source, task_dtype, disabled)
+    seconds = time.perf_counter() - start
+    if not findings:
+        return GateResult("hack", True, "", seconds)
+    lines = [f.line_text() for f in findings[:MAX_LISTED]]
+    if len(findings) > MAX_LISTED:
+        lines.append(f"... and {len(findings) - MAX_LISTED} more")
+    return GateResult("hack", False, f"static policy: {lines[0]}", seconds, detail="\n".join(lines))
+
+
+def runtime_failure(static: GateResult, reason: str, detail: str, seconds: float) -> GateResult:
+    """The hack gate after a runtime integrity violation found in the sandbox."""
+    return GateResult("hack", False, f"runtime integrity: {reason}", static.seconds + seconds, detail=detail)

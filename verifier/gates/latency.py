@@ -1,0 +1,89 @@
+"""The latency gate: paired, interleaved timing in the child (candidate and reference in the same
+process, same thread budget, fresh inputs every call, warm-up first) and the parent-side summary
+(median per side, speedup = exp(median log(ref/cand)) over rounds, 95% percentile-bootstrap CI,
+plausibility flag).
+
+The plausibility bound (VerifySettings.plausibility_bound, default 10x, KernelBench's review
+threshold) flags a speedup for review; it does not fail the gate.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from verifier.result import GateResult, LatencyResult
+
+
+@dataclass(frozen=True)
+class PairedTimes:
+    candidate_ms: tuple[float, ...]  # per round: median of calls_per_round calls
+    reference_ms: tuple[float, ...]
+
+
+def time_interleaved(run_candidate: Callable[[list], object], run_reference: Callable[[list], object],
+                     fresh_inputs: Callable[[int], list], timer: Callable[[Callable[[], object]], float],
+                     rounds: int, calls_per_round: int, warmup_calls: int, order_seed: int) -> PairedTimes:
+    """Child side. Each call gets inputs never seen before; the order within a round is random."""
+    counter = iter(range(1 << 62))
+    for _ in range(warmup_calls):
+        for run in (run_candidate, run_reference):
+            inputs = fresh_inputs(next(counter))
+            timer(lambda: run(inputs))
+    rng = random.Random(order_seed)
+    cand, ref = [], []
+    for _ in range(rounds):
+        sides = [(run_candidate, cand), (run_reference, ref)]
+        rng.shuffle(sides)
+        for run, sink in sides:
+            samples = []
+            for _ in range(calls_per_round):
+                inputs = fresh_inputs(next(counter))
+                samples.append(timer(lambda: run(inputs)))
+            sink.append(statistics.median(samples))
+    return PairedTimes(tuple(cand), tuple(ref))
+
+
+def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0) -> LatencyResult:
+    """Parent side: median per side, speedup with a 95% bootstrap CI, plausibility flag."""
+    cand = np.asarray(times.candidate_ms, dtype=np.float64)
+    ref = np.asarray(times.reference_ms, dtype=np.float64)
+    logs = np.log(np.maximum(ref, 1e-9) / np.maximum(cand, 1e-9))
+    rng = np.random.default_rng(seed)
+    boot = np.median(rng.choice(logs, size=(resamples, len(logs)), replace=True), axis=1)
+    low, high = np.percentile(boot, [2.5, 97.5])
+    speedup = float(np.exp(np.median(logs)))
+    flagged = speedup > bound
+    reason = (f"speedup {speedup:.1f}x exceeds the plausibility bound {bound:g}x: review before trusting"
+              if flagged else "")
+    return LatencyResult(candidate_ms=float(np.median(cand)), reference_ms=float(np.median(ref)),
+                         speedup=speedup, ci_low=float(np.exp(low)), ci_high=float(np.exp(high)),
+                         rounds=len(cand), flagged=flagged, flag_reason=reason)
+
+
+def validate_times(header: dict, rounds: int, phase_wall_s: float) -> tuple[PairedTimes | None, str]:
+    """Parent side: the child's report must be well formed and fit inside the parent's wall clock."""
+    try:
+        cand = tuple(float(x) for x in header["candidate_ms"])
+        ref = tuple(float(x) for x in header["reference_ms"])
+    except (KeyError, TypeError, ValueError):
+        return None, "malformed timing report"
+    if len(cand) != rounds or len(ref) != rounds or min(cand + ref, default=0) < 0:
+        return None, f"timing report has {len(cand)}/{len(ref)} rounds, expected {rounds}"
+    calls = int(header.get("calls_per_round", 1))
+    claimed_s = (sum(cand) + sum(ref)) * calls / 1e3
+    if claimed_s > phase_wall_s * 1.05 + 0.05:
+        return None, f"reported times ({claimed_s:.2f} s) exceed the wall clock of the timing phase ({phase_wall_s:.2f} s)"
+    return PairedTimes(cand, ref), ""
+
+
+def latency_gate(result: LatencyResult, seconds: float) -> GateResult:
+    detail = (f"candidate {result.candidate_ms:.3f} ms, reference {result.reference_ms:.3f} ms, speedup "
+              f"{result.speedup:.2f}x (95% CI {result.ci_low:.2f}-{result.ci_high:.2f}, {result.rounds} rounds)")
+    if result.flagged:
+        detail += f"; FLAGGED: {result.flag_reason}"
+    return GateResult("latency", True, "", seconds, detail=detail)

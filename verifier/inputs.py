@@ -1,0 +1,103 @@
+"""Inputs for correctness and timing, generated identically in the reference worker and the
+sandbox child from (secret seed, trial index): the task's own ``get_inputs()`` fixes shapes,
+dtypes and non-float inputs; float tensors are redrawn from the trial's distribution.
+
+The plan: ``correctness_trials`` trials cycling through DISTRIBUTIONS, one in-place perturbation
+probe of trial 0 (same storage, new values: output replay must fail), and POST_TIMING_TRIALS
+trials the child computes only after timing (outputs re-checked after the timed loop).
+Child side only (imports torch).
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass
+
+import torch
+
+from verifier.seeds import derive_seed
+
+DISTRIBUTIONS = ("task", "normal", "large", "small", "negative")
+POST_TIMING_TRIALS = 2
+PERTURB_FRACTION = 0.05
+
+
+@dataclass(frozen=True)
+class Trial:
+    index: int
+    kind: str  # "check" | "perturb" | "post"
+    distribution: str
+
+
+def plan(correctness_trials: int) -> list[Trial]:
+    trials = [Trial(i, "check", DISTRIBUTIONS[i % len(DISTRIBUTIONS)]) for i in range(correctness_trials)]
+    trials.append(Trial(len(trials), "perturb", DISTRIBUTIONS[0]))
+    for k in range(POST_TIMING_TRIALS):
+        trials.append(Trial(len(trials), "post", "normal"))
+    return trials
+
+
+def load_problem(source: str) -> types.ModuleType:
+    module = types.ModuleType("reference_problem")
+    exec(compile(source, "problem.py", "exec"), module.__dict__)
+    return module
+
+
+def build_models(problem: types.ModuleType, model_classes: list[type], init_seed: int) -> list[torch.nn.Module]:
+    """Each model built from the same seed and the same init inputs, in eval mode."""
+    torch.manual_seed(init_seed)
+    init_inputs = list(problem.get_init_inputs())
+    models = []
+    for cls in model_classes:
+        torch.manual_seed(init_seed)
+        models.append(cls(*init_inputs).eval())
+    return models
+
+
+def _redraw(t: torch.Tensor, distribution: str, gen: torch.Generator) -> torch.Tensor:
+    if distribution == "task" or not t.is_floating_point():
+        return t
+    base = torch.randn(t.shape, generator=gen, dtype=torch.float32)
+    if distribution == "large":
+        base = base * 1e3
+    elif distribution == "small":
+        base = base * 1e-3
+    elif distribution == "negative":
+        base = -base.abs() - 1e-3
+    return base.to(t.dtype).contiguous()
+
+
+def make_inputs(problem: types.ModuleType, seed: int, trial: Trial) -> list:
+    torch.manual_seed(derive_seed(seed, "inputs", trial.index))
+    raw = list(problem.get_inputs())
+    gen = torch.Generator().manual_seed(derive_seed(seed, "redraw", trial.index))
+    return [_redraw(x, trial.distribution, gen) if isinstance(x, torch.Tensor) else x for x in raw]
+
+
+def perturb_in_place(inputs: list, seed: int) -> None:
+    """Change ~5% of the first float input's elements in place (same storage, new content)."""
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 0:
+            flat = x.view(-1)
+            gen = torch.Generator().manual_seed(derive_seed(seed, "perturb"))
+            count = max(1, int(flat.numel() * PERTURB_FRACTION))
+            idx = torch.randperm(flat.numel(), generator=gen)[:count]
+            flat[idx] = (-flat[idx] * 2.0 + 0.5).to(flat.dtype)
+            return
+
+
+def inputs_for(problem: types.ModuleType, seed: int, trial: Trial) -> list:
+    """The inputs of any trial, perturbation probe included (its base is trial 0)."""
+    if trial.kind == "perturb":
+        inputs = make_inputs(problem, seed, Trial(0, "check", DISTRIBUTIONS[0]))
+        perturb_in_place(inputs, seed)
+        return inputs
+    return make_inputs(problem, seed, trial)
+
+
+def to_numpy(t: torch.Tensor):
+    """Outputs travel as numpy: bfloat16 widened to float32 (exact), everything else as is."""
+    t = t.detach()
+    if t.dtype == torch.bfloat16:
+        t = t.float()
+    return t.contiguous().numpy()

@@ -1,0 +1,105 @@
+"""The sandboxed child: compile, then (seccomp on) load the candidate, run the correctness trials
+under the runtime integrity checks, and, when the parent says go, time candidate against
+reference and recompute the post-timing trials.
+
+Run as ``python -m verifier.sandbox.child IN_FD OUT_FD``. Every result goes to OUT_FD as a
+nonce-tagged frame; stdout/stderr are only logs. The parent decides every gate.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from verifier.sandbox.channel import read_message, write_message
+
+
+def _limit(cfg: dict) -> None:
+    mb = 1 << 20
+    resource.setrlimit(resource.RLIMIT_AS, (cfg["memory_limit_mb"] * mb,) * 2)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (cfg["file_size_limit_mb"] * mb,) * 2)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def candidate_error(exc: BaseException, limit: int = 6) -> str:
+    """The exception with the candidate's own frames (what the LLM can act on)."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == "candidate.py"]
+    where = "".join(f"  candidate.py line {f.lineno}: {(f.line or '').strip()}\n" for f in frames[-limit:])
+    text = f"{type(exc).__name__}: {exc}".strip()
+    return (where + text)[:2000]
+
+
+class Child:
+    def __init__(self, cfg: dict, out_fd: int, in_fd: int) -> None:
+        self.cfg, self.out_fd, self.in_fd, self.nonce = cfg, out_fd, in_fd, cfg["nonce"]
+
+    def send(self, header: dict, arrays: list = ()) -> None:
+        write_message(self.out_fd, {**header, "nonce": self.nonce}, list(arrays))
+
+    def run(self) -> None:
+        import torch
+
+        torch.set_num_threads(self.cfg["threads"])
+        torch.set_num_interop_threads(1)
+        from verifier.backends import get_backend
+
+        backend = get_backend(self.cfg["backend"])
+        build_dir = Path(self.cfg["cache_dir"])
+        outcome = backend.compile(self.cfg["candidate_source"], build_dir, self.cfg["compile_timeout_s"])
+        self.send({"kind": "compile", "ok": outcome.ok, "diagnostics": outcome.diagnostics,
+                   "seconds": outcome.seconds, "cached": outcome.cached})
+        if outcome.ok:
+            self.run_sandboxed(backend, build_dir)
+
+    def run_sandboxed(self, backend, build_dir: Path) -> None:
+        from verifier import inputs as inp
+        from verifier.sandbox import integrity, seccomp
+
+        problem = inp.load_problem(self.cfg["task_source"])
+        integrity.warm_up()
+        seccomp_on = seccomp.install()
+        snapshot = integrity.Snapshot()
+        start = time.perf_counter()
+        try:
+            model_new_cls = backend.load(self.cfg["candidate_source"], build_dir)
+            reference, candidate = inp.build_models(problem, [problem.Model, model_new_cls], self.cfg["init_seed"])
+        except BaseException as exc:  # the candidate's import or constructor failed
+            self.send({"kind": "load", "ok": False, "error": candidate_error(exc)})
+            return
+        self.send({"kind": "load", "ok": True, "seconds": time.perf_counter() - start, "seccomp": seccomp_on})
+        if self.check_state(snapshot, "import and construction"):
+            return
+        from verifier.sandbox.trials import TrialRunner
+
+        runner = TrialRunner(self, problem, candidate, reference, snapshot)
+        if runner.correctness() and self.wait_for_go():
+            runner.latency(backend)
+
+
+    def check_state(self, snapshot, phase: str) -> bool:
+        changes = snapshot.changes()
+        if changes:
+            self.send({"kind": "integrity", "reason": f"process-global state changed during {phase}: "
+                       f"{', '.join(changes[:4])}"})
+        return bool(changes)
+
+    def wait_for_go(self) -> bool:
+        message = read_message(self.in_fd, time.monotonic() + self.cfg["timeout_s"], self.nonce)
+        return message.kind == "go"
+
+
+def main(argv: list[str]) -> int:
+    in_fd, out_fd = int(argv[1]), int(argv[2])
+    cfg = read_message(in_fd, time.monotonic() + 120, None).header
+    _limit(cfg)
+    os.chdir(cfg["workdir"])
+    Child(cfg, out_fd, in_fd).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
