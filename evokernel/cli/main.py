@@ -21,6 +21,7 @@ app = typer.Typer(
 
 COMMAND_MODULES = (
     "config_cmd",
+    "verify_cmd",
     "llm_cmd",
     "report_cmd",
 )

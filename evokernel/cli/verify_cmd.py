@@ -1,0 +1,52 @@
+"""`evokernel verify`: run one candidate kernel through the verifier's gates.
+
+Exit codes: 0 every gate passed, 1 a gate failed, 2 usage or infrastructure error.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from evokernel.cli.errors import EXIT_FAILED, EXIT_OK, fail, one_line_errors
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("verify")
+    def verify_command(
+        build: Path = typer.Option(..., "--build", help="benchmark build directory (manifest.parquet)"),
+        task: str = typer.Option(..., "--task", help="task id, e.g. L1/001_relu"),
+        candidate: Path = typer.Option(..., "--candidate", help="candidate Python file (class ModelNew)"),
+        backend: Optional[str] = typer.Option(None, "--backend", help="backend (default: the build's)"),
+        threads: int = typer.Option(2, "--threads", min=1, help="thread budget for candidate and reference"),
+        rounds: int = typer.Option(30, "--rounds", min=1, help="paired latency rounds"),
+        as_json: bool = typer.Option(False, "--json", help="print the verdict as one JSON object"),
+    ) -> None:
+        """Verify CANDIDATE against TASK: hack -> compile -> correctness -> latency."""
+        from kernelbench_npu.spec import BuildError, load_build
+        from verifier.api import verify
+        from verifier.settings import VerifySettings
+
+        with one_line_errors(BuildError):
+            spec = load_build(build).task(task)
+        if not candidate.is_file():
+            fail(f"{candidate}: candidate file not found")
+        try:
+            source = candidate.read_text()
+        except (OSError, UnicodeDecodeError) as exc:
+            fail(f"{candidate}: cannot read candidate ({exc})")
+        with one_line_errors(ValueError):
+            settings = VerifySettings(threads=threads, latency_rounds=rounds)
+        verdict = verify(spec, source, backend or spec.variant, settings)
+        if as_json:
+            typer.echo(json.dumps(verdict.to_json_dict(), indent=2))
+        else:
+            typer.echo(verdict.feedback)
+        if verdict.infrastructure_error:
+            if not as_json:
+                fail(verdict.infrastructure_error.splitlines()[0])
+            raise typer.Exit(2)
+        raise typer.Exit(EXIT_OK if verdict.passed else EXIT_FAILED)
