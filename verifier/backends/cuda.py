@@ -1,0 +1,228 @@
+"""The ``cuda`` backend: KernelBench's inline-CUDA candidates (ModelNew + torch's load_inline).
+
+Compile gate: the CUDA and host sources are read statically from the candidate's load_inline
+call (never executed for this) and compiled with nvcc for the target architecture (sm_90 unless
+``TORCH_CUDA_ARCH_LIST`` or the present GPU says otherwise) against torch's headers, with
+``-Xptxas -v`` so register / shared-memory errors and spills reach the LLM. This works on a
+machine without a GPU. Correctness and latency need a GPU: ``load`` imports the candidate, whose
+load_inline builds into a private ``TORCH_EXTENSIONS_DIR`` under build_dir; the timer uses CUDA
+events with an L2 flush before each call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+from kernelbench_npu.spec import TaskSpec
+from verifier.backends.base import Availability, Backend, CompileOutcome, GateCapability
+from verifier.backends.cuda_sources import CandidateFormatError, InlineExtension, extract_inline_extensions
+from verifier.backends.gpu_timing import cuda_event_timer, gpu_present
+from verifier.backends.pymodule import import_candidate, model_new_class
+from verifier.backends.scaffolds import read_scaffold
+from verifier.backends.toolrun import ToolRun, run_tool, trim_diagnostics
+
+DEFAULT_ARCH = "sm_90"
+_PTXAS_FUNC = re.compile(r"Compiling entry function '(\w+)' for '(\w+)'")
+_PTXAS_USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
+_PTXAS_SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+_HINTS = {
+    "too much shared data": "static __shared__ arrays are limited to 48 KB per block; use a smaller tile "
+                            "or dynamic shared memory (extern __shared__ + cudaFuncSetAttribute).",
+    "cuda_cmake_macros.h": "this compile host's torch has no CUDA headers (CPU-only build): do not include "
+                           "<ATen/cuda/...> or <c10/cuda/...>; launch kernels on the default stream "
+                           "(kernel<<<blocks, threads>>>).",
+    "cusparse.h": "this compile host's CUDA toolkit has no cuBLAS/cuSPARSE headers: do not include "
+                  "<ATen/cuda/CUDAContext.h>; launch kernels on the default stream (kernel<<<blocks, threads>>>).",
+    "too many resources requested": "the block needs more registers than the SM has; use fewer threads "
+                                    "per block or __launch_bounds__.",
+}
+
+
+def find_nvcc() -> str | None:
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH")):
+        if home and (Path(home) / "bin" / "nvcc").is_file():
+            return str(Path(home) / "bin" / "nvcc")
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    return "/usr/local/cuda/bin/nvcc" if Path("/usr/local/cuda/bin/nvcc").is_file() else None
+
+
+@lru_cache(maxsize=4)
+def nvcc_version(nvcc: str) -> str:
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    match = re.search(r"release ([\d.]+)", out)
+    return match.group(1) if match else "?"
+
+
+def target_arch() -> str:
+    """sm_XY from TORCH_CUDA_ARCH_LIST (first entry), else the present GPU, else sm_90."""
+    arch_list = os.environ.get("TORCH_CUDA_ARCH_LIST", "").replace(";", " ").split()
+    if arch_list:
+        head = arch_list[0].split("+")[0].lower()
+        return "sm_" + head.replace(".", "")
+    present, _ = gpu_present()
+    if present:
+        import torch
+
+        major, minor = torch.cuda.get_device_capability(0)
+        return f"sm_{major}{minor}"
+    return DEFAULT_ARCH
+
+
+def arch_list_entry(arch: str) -> str:
+    """sm_90 -> "9.0", sm_90a -> "9.0a", sm_100 -> "10.0" (TORCH_CUDA_ARCH_LIST spelling)."""
+    digits = arch.removeprefix("sm_")
+    suffix = digits[-1] if digits[-1].isalpha() else ""
+    digits = digits.rstrip("abcdefghijklmnopqrstuvwxyz")
+    return f"{digits[:-1]}.{digits[-1]}{suffix}"
+
+
+def _torch_flags() -> tuple[list[str], list[str]]:
+    """Include flags and the nvcc defines torch's extension build uses."""
+    from torch.utils import cpp_extension
+
+    includes = [f"-I{p}" for p in cpp_extension.include_paths()] + [f"-I{sysconfig.get_paths()['include']}"]
+    nvcc_defines = list(getattr(cpp_extension, "COMMON_NVCC_FLAGS", []))
+    return includes, nvcc_defines
+
+
+def ptxas_summary(output: str) -> str:
+    """One line per kernel: registers, static shared memory, spills (from -Xptxas -v)."""
+    lines, current = [], None
+    for line in output.splitlines():
+        if m := _PTXAS_FUNC.search(line):
+            current = _demangle(m.group(1))
+        elif current and (m := _PTXAS_SPILL.search(line)) and (int(m.group(1)) or int(m.group(2))):
+            lines.append(f"{current}: spills {m.group(1)} B stores / {m.group(2)} B loads (registers exhausted)")
+        elif current and (m := _PTXAS_USED.search(line)):
+            lines.append(f"{current}: {m.group(1)} registers, {m.group(2) or 0} B static shared memory")
+    return "\n".join(lines)
+
+
+def _demangle(symbol: str) -> str:
+    m = re.match(r"_Z(\d+)(\w+)", symbol)
+    return m.group(2)[: int(m.group(1))] if m else symbol
+
+
+class CudaBackend(Backend):
+    name = "cuda"
+
+    def availability(self) -> Availability:
+        present, gpu = gpu_present()
+        nvcc = find_nvcc()
+        arch = target_arch()
+        compile_cap = (GateCapability("compile", True, f"nvcc {nvcc_version(nvcc)} for {arch}") if nvcc
+                       else GateCapability("compile", False, "nvcc not found (set CUDA_HOME)"))
+        run_note = f"GPU {gpu}" if present else "no GPU"
+        gates = (compile_cap, GateCapability("correctness", present, run_note),
+                 GateCapability("latency", present, "CUDA events" if present else "no GPU"))
+        if not nvcc:
+            return Availability(self.name, False, "nvcc not found (set CUDA_HOME or put nvcc on PATH)", gates)
+        if not present:
+            return Availability(self.name, False, gpu, gates)
+        return Availability(self.name, True, f"{gpu}, nvcc {nvcc_version(nvcc)}, {arch}", gates)
+
+    def scaffold(self, task: TaskSpec | None = None) -> str:
+        return read_scaffold("cuda", task)
+
+    def native_sources(self, candidate_source: str) -> dict[str, str]:
+        try:
+            exts = extract_inline_extensions(candidate_source)
+        except CandidateFormatError:
+            return {}
+        found: dict[str, str] = {}
+        for i, ext in enumerate(exts):
+            found[f"{ext.name}_{i}.cu"] = ext.cuda_sources
+            found[f"{ext.name}_{i}.cpp"] = ext.cpp_sources
+        return found
+
+    def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
+        start = time.perf_counter()
+        try:
+            extensions = extract_inline_extensions(candidate_source)
+        except CandidateFormatError as exc:
+            return CompileOutcome(False, f"cuda candidate format: {exc}", time.perf_counter() - start)
+        nvcc = find_nvcc()
+        if nvcc is None:
+            return CompileOutcome(False, "cuda: nvcc not found (set CUDA_HOME)", time.perf_counter() - start)
+        arch = target_arch()
+        digest = hashlib.sha256(f"{arch}\0{candidate_source}".encode()).hexdigest()[:20]
+        work = build_dir / f"cuda-{digest}"
+        marker = work / "compile-ok.txt"
+        if marker.is_file():
+            return CompileOutcome(True, marker.read_text(), time.perf_counter() - start, cached=True,
+                                  artifacts=tuple(str(p) for p in sorted(work.glob("*.o"))))
+        work.mkdir(parents=True, exist_ok=True)
+        runs = self._compile_units(nvcc, arch, extensions, work, timeout_s)
+        seconds = time.perf_counter() - start
+        failed = [r for r in runs if not r.ok]
+        if failed:
+            return CompileOutcome(False, _failure_feedback(failed, work), seconds)
+        summary = ptxas_summary("\n".join(r.stderr + r.stdout for r in runs))
+        marker.write_text(summary)
+        return CompileOutcome(True, summary, seconds, artifacts=tuple(str(p) for p in sorted(work.glob("*.o"))))
+
+    def _compile_units(self, nvcc: str, arch: str, extensions: tuple[InlineExtension, ...], work: Path,
+                       timeout_s: float) -> list[ToolRun]:
+        includes, nvcc_defines = _torch_flags()
+        jobs: list[list[str]] = []
+        for i, ext in enumerate(extensions):
+            define = f"-DTORCH_EXTENSION_NAME={ext.name}"
+            cu, cpp = work / f"{ext.name}_{i}.cu", work / f"{ext.name}_{i}.cpp"
+            cu.write_text(ext.cuda_unit())
+            jobs.append([nvcc, f"-arch={arch}", "-c", cu.name, "-o", f"{cu.stem}.cuda.o", "-Xptxas", "-v",
+                         "-std=c++17", "-Xcompiler", "-fPIC", define, "-DTORCH_API_INCLUDE_EXTENSION_H",
+                         *nvcc_defines, *includes])
+            if ext.cpp_sources.strip() or ext.functions:
+                cpp.write_text(ext.cpp_unit())
+                cxx = os.environ.get("CXX") or shutil.which("g++") or "c++"
+                jobs.append([cxx, "-fsyntax-only", "-std=c++17", "-fPIC", define,
+                             "-DTORCH_API_INCLUDE_EXTENSION_H", *includes, cpp.name])
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            return list(pool.map(lambda argv: run_tool(argv, work, timeout_s), jobs))
+
+    def load(self, candidate_source: str, build_dir: Path) -> type:
+        present, why = gpu_present()
+        if not present:
+            raise RuntimeError(f"cuda: correctness and latency need a GPU: {why}")
+        ext_dir = build_dir / "torch_extensions"
+        ext_dir.mkdir(parents=True, exist_ok=True)
+        os.environ["TORCH_EXTENSIONS_DIR"] = str(ext_dir)  # private to this verification
+        os.environ.setdefault("TORCH_CUDA_ARCH_LIST", arch_list_entry(target_arch()))
+        return model_new_class(import_candidate(candidate_source, build_dir, "cuda"), self.name)
+
+    def device(self) -> str:
+        return "cuda"
+
+    def synchronize(self) -> None:
+        import torch
+
+        torch.cuda.synchronize()
+
+    def timer(self) -> Callable[[Callable[[], Any]], float]:
+        return cuda_event_timer()
+
+
+def _failure_feedback(failed: list[ToolRun], work: Path) -> str:
+    parts = []
+    for run in failed:
+        tool = Path(run.argv[0]).name
+        text = trim_diagnostics(run.stderr + "\n" + run.stdout, strip_prefixes=(str(work), sys.prefix))
+        hints = [hint for key, hint in _HINTS.items() if key in run.stderr]
+        parts.append(f"{tool} failed (exit {run.returncode}):\n{text}" + "".join(f"\nhint: {h}" for h in hints))
+    return "\n".join(parts)
