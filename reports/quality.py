@@ -42,7 +42,7 @@ class QualityReport:
         return tuple(outcome for outcome in self.outcomes if not outcome.passed)
 
 
-# (description, expectation class name, kwargs); row_condition uses the pandas parser.
+# (description, expectation class name, kwargs); only_where=COL checks only the rows where COL is true.
 _TRUE = [True]
 ATTEMPT_EXPECTATIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("every attempt has an attempt_id", "ExpectColumnValuesToNotBeNull", {"column": "attempt_id"}),
@@ -64,13 +64,13 @@ ATTEMPT_EXPECTATIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("speedup CI contains the speedup (speedup <= ci_high)", "ExpectColumnPairValuesAToBeGreaterThanB",
      {"column_A": "ci_high", "column_B": "speedup", "or_equal": True, "ignore_row_if": "either_value_is_missing"}),
     ("each correct attempt passed the hack gate", "ExpectColumnValuesToBeInSet",
-     {"column": "hack_passed", "value_set": _TRUE, "row_condition": "correct == True"}),
+     {"column": "hack_passed", "value_set": _TRUE, "only_where": "correct"}),
     ("each correct attempt passed the compile gate", "ExpectColumnValuesToBeInSet",
-     {"column": "compile_passed", "value_set": _TRUE, "row_condition": "correct == True"}),
+     {"column": "compile_passed", "value_set": _TRUE, "only_where": "correct"}),
     ("each feasible attempt passed the correctness gate", "ExpectColumnValuesToBeInSet",
-     {"column": "correct", "value_set": _TRUE, "row_condition": "feasible == True"}),
+     {"column": "correct", "value_set": _TRUE, "only_where": "feasible"}),
     ("each feasible attempt passed the hack gate", "ExpectColumnValuesToBeInSet",
-     {"column": "hack_passed", "value_set": _TRUE, "row_condition": "feasible == True"}),
+     {"column": "hack_passed", "value_set": _TRUE, "only_where": "feasible"}),
     ("stage is 1 (drafting) or 2 (refining)", "ExpectColumnValuesToBeInSet", {"column": "stage", "value_set": [1, 2]}),
     ("iteration is non-negative", "ExpectColumnValuesToBeBetween", {"column": "iteration", "min_value": 0}),
 )
@@ -127,6 +127,7 @@ def _quiet_context():
 def _validate(context, table: str, frame, expectations, known_campaigns: list[str]) -> list[ExpectationOutcome]:
     import great_expectations as gx
     import great_expectations.expectations as gxe
+    from great_expectations.expectations.row_conditions import Column
 
     source = context.data_sources.add_or_update_pandas(f"lake_{table}")
     batch = source.add_dataframe_asset(table).add_batch_definition_whole_dataframe("all").get_batch(
@@ -137,8 +138,8 @@ def _validate(context, table: str, frame, expectations, known_campaigns: list[st
         kwargs = dict(kwargs, meta={"check": description})
         if kwargs.get("value_set") == "<known campaigns>":
             kwargs["value_set"] = known_campaigns
-        if "row_condition" in kwargs:
-            kwargs["condition_parser"] = "pandas"
+        if "only_where" in kwargs:
+            kwargs["row_condition"] = Column(kwargs.pop("only_where")) == True  # noqa: E712 - a GX condition
         suite.add_expectation(getattr(gxe, class_name)(**kwargs))
     result = batch.validate(suite)
     order = {spec[0]: index for index, spec in enumerate(expectations)}

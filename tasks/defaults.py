@@ -31,6 +31,9 @@ BUILD_TASK = dict(retries=0)
 # Lake writes: cheap and idempotent per batch id.
 LAKE_TASK = dict(retries=3, retry_delay_seconds=[1, 5, 15], **_LIVE)
 
+# Reports: read-only over the lake and rewritten whole each run; a failure is a bug, not flakiness.
+REPORT_TASK = dict(retries=0, **_LIVE)
+
 
 def verify_tag(backend: str) -> str:
     """Tag of verification tasks: bound concurrency per backend device with
