@@ -10,6 +10,7 @@ The SDKs' own retries are switched off (``max_retries=0``), so this is the only 
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from dataclasses import dataclass
@@ -18,6 +19,12 @@ from typing import Callable, TypeVar
 from evokernel.llm.errors import FatalLLMError, RetryableLLMError, RetryBudgetExhausted
 
 T = TypeVar("T")
+log = logging.getLogger("evokernel.llm")
+
+
+def log_retry(number: int, error: Exception, delay_s: float) -> None:
+    """The default retry report: one warning line on the ``evokernel.llm`` logger."""
+    log.warning("LLM call failed (%s); retry %d in %.1fs", error, number, delay_s)
 
 
 @dataclass(frozen=True)
@@ -60,9 +67,10 @@ def call_with_retries(
     """Run ``call`` until it returns, a fatal error, or the retry budget is spent.
 
     ``call`` must raise only LLMError subclasses for API failures. ``on_retry(n, error, delay)``
-    is told about each retry before its sleep (for logs).
+    is told about each retry before its sleep (default: a warning on the ``evokernel.llm`` logger).
     """
     rng = rng or random.Random()
+    on_retry = on_retry or log_retry
     start = clock()
     retries = 0
     while True:
@@ -80,7 +88,6 @@ def call_with_retries(
                     f"(max {policy.max_retries} retries, budget {policy.budget_s:g}s): {exc}",
                     last_error=exc, retries=retries,
                 ) from exc
-            if on_retry is not None:
-                on_retry(retries + 1, exc, delay)
+            on_retry(retries + 1, exc, delay)
             sleep(delay)
             retries += 1

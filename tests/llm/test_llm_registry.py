@@ -146,3 +146,18 @@ def test_insufficient_quota_429_is_fatal_not_a_rate_limit():
 def test_request_validation():
     with pytest.raises(ValueError, match="LLMRequest.stage: 'drafting'"):
         LLMRequest(system="s", prompt="p", task_id="t", stage="drafting")
+
+
+def test_each_retry_is_logged_as_one_warning(caplog):
+    calls = iter([RetryableLLMError("rate limited (HTTP 429): slow down"), "done"])
+
+    def flaky():
+        value = next(calls)
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+    with caplog.at_level("WARNING", logger="evokernel.llm"):
+        outcome = call_with_retries(flaky, RetryPolicy(), sleep=lambda s: None, rng=random.Random(1))
+    assert (outcome.value, outcome.retries) == ("done", 1)
+    assert len(caplog.records) == 1 and "(rate limited (HTTP 429): slow down); retry 1 in" in caplog.text
