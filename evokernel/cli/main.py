@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "config_cmd",
     "verify_cmd",
     "llm_cmd",
+    "build_cmd",
     "report_cmd",
 )
 

@@ -1,0 +1,55 @@
+"""`evokernel build`: build a benchmark (bundled problems plus any KernelBench checkouts) for a backend.
+
+Prints progress lines, then the build hash as the last line of stdout.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from evokernel.cli.errors import fail
+
+
+def parse_levels(text: str) -> tuple[int, ...]:
+    """"1,2,3" -> (1, 2, 3); a one-line error for anything else."""
+    try:
+        levels = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        fail(f"--levels: {text!r} is not a comma-separated list of levels 1..4")
+    if not levels or any(level not in (1, 2, 3, 4) for level in levels):
+        fail(f"--levels: {text!r} must name levels between 1 and 4")
+    return levels
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("build")
+    def build(
+        backend: str = typer.Option("cpu", "--backend", help="cpu | cuda | triton | ascendc"),
+        source: Optional[List[Path]] = typer.Option(None, "--source", help="a KernelBench checkout or folder of problems (repeatable)"),
+        levels: str = typer.Option("1,2,3", "--levels", help="comma-separated levels, e.g. 1,2"),
+        out: Optional[Path] = typer.Option(None, "--out", help="build directory (default runs/build-<backend>)"),
+        dtype: Optional[List[str]] = typer.Option(None, "--dtype", help="fp32 (default), fp16, bf16; repeatable"),
+        no_bundled: bool = typer.Option(False, "--no-bundled", help="leave out the bundled problems"),
+        quiet: bool = typer.Option(False, "--quiet", help="print only the summary and the hash"),
+    ) -> None:
+        """Load, adapt, lint and validate problems; write manifest.parquet, problems/, build.json."""
+        from kernelbench_npu.build import build_benchmark
+        from kernelbench_npu.loader import ProblemError
+        from kernelbench_npu.validate import ManifestValidationError
+        from kernelbench_npu.variants import VariantError
+
+        chosen = parse_levels(levels)
+        target = out or Path(f"runs/build-{backend}")
+        dtypes = [d for item in dtype or [] for d in item.split(",") if d]
+        progress = None if quiet else (lambda message: typer.echo(message))
+        try:
+            summary = build_benchmark(backend, sources=tuple(source or ()), levels=chosen, out=target,
+                                      progress=progress, include_bundled=not no_bundled, dtypes=dtypes or None)
+        except (ProblemError, VariantError, ManifestValidationError) as exc:
+            fail(str(exc).splitlines()[0])
+        typer.echo(f"built {summary.out}: {summary.ok} ok, {summary.quarantined} quarantined, "
+                   f"{len(summary.load_errors)} files skipped, {summary.seconds:.1f} s")
+        typer.echo(summary.build_hash)
