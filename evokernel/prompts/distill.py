@@ -90,6 +90,7 @@ def _from_bullets(text: str) -> list[DistilledItem]:
 
 def parse_distillation(text: str) -> tuple[DistilledItem, ...]:
     """Memory items from a distillation answer; empty if nothing usable was found."""
+    text = re.sub(r"<think>.*?(?:</think>|\Z)", "", text, flags=re.DOTALL | re.IGNORECASE)
     items: list[DistilledItem] = []
     for candidate in _json_candidates(text):
         entries = _as_entries(_loads(candidate))

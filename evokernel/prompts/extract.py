@@ -10,7 +10,9 @@ Rules, in order:
 2. Blocks tagged with ``language`` (aliases: py/python3 for python) or untagged are candidates;
    among them the one(s) defining ``class ModelNew`` win, the last of several (models often
    correct themselves). A single candidate without ModelNew is a problem, not a guess.
-3. finish_reason "length" is a problem unless a complete (closed) block defining ModelNew was
+3. Reasoning traces (``<think>…</think>``, as DeepSeek-R1 or Qwen3 emit them in the content) are
+   dropped first: draft code inside them is not the answer; an unclosed one runs to the end.
+4. finish_reason "length" is a problem unless a complete (closed) block defining ModelNew was
    found before the cut, since then only trailing prose was lost.
 """
 
@@ -23,6 +25,7 @@ from evokernel.prompts.types import CodeExtraction
 
 _FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})\s*([\w+#.-]*)[^`]*$")
 _MODELNEW = re.compile(r"^\s*class\s+ModelNew\b", re.MULTILINE)
+_THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 _ALIASES = {"python": {"python", "py", "python3", "py3"}}
 
 
@@ -59,7 +62,7 @@ def extract_code(text: str, language: str = "python", finish_reason: str = "stop
     """The code of the answer's ModelNew block, or a one-line problem for the LLM's feedback."""
     names = _ALIASES.get(language, {language})
     fmt = _answer_format(language)
-    blocks = _blocks(text)
+    blocks = _blocks(_THINK.sub("", text))
     truncated = finish_reason == "length"
     complete = [b for b in blocks if b.closed and (b.language in names or not b.language)]
     winners = [b for b in complete if _MODELNEW.search(b.code)]

@@ -60,3 +60,9 @@ def test_markdown_bullets_as_a_last_resort():
 def test_nothing_usable_gives_an_empty_tuple():
     assert parse_distillation("I could not find any lessons.") == ()
     assert parse_distillation("```json\n[broken\n```") == ()
+
+
+def test_a_reasoning_trace_is_ignored():
+    text = ('<think>[{"kind": "experience", "title": "draft idea", "body": "x"}]</think>\n'
+            '```json\n[{"kind": "best_practice", "title": "final", "body": "y"}]\n```')
+    assert [i.title for i in parse_distillation(text)] == ["final"]

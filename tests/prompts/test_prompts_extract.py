@@ -92,3 +92,16 @@ def test_modelnew_must_be_a_class_definition_not_a_mention():
 def test_other_languages_can_be_requested():
     got = extract_code("```cuda\n__global__ void k() {}\nclass ModelNew\n```", language="cuda")
     assert got.code is not None
+
+
+def test_code_inside_a_reasoning_trace_is_not_the_answer():
+    draft = KERNEL.replace("return x", "return x * 0  # first idea")
+    text = f"<think>\nMaybe:\n```python\n{draft}```\nNo, simpler.\n</think>\n```python\n{KERNEL}```"
+    assert extract_code(text).code == KERNEL
+    only_thinking = f"<think>\n```python\n{draft}```\n</think>\nI am not sure."
+    assert extract_code(only_thinking).code is None
+
+
+def test_an_answer_cut_off_while_thinking_is_truncation():
+    got = extract_code(f"<think>\nLet me try\n```python\n{KERNEL}```\nhmm", finish_reason="length")
+    assert got.code is None and "cut off" in _one_line(got.problem)
