@@ -27,7 +27,7 @@ import duckdb
 
 from memory_lake.models import CompactionResult
 from memory_lake.schema import ALL_TABLES
-from memory_lake.storage import ROW_GROUP_ROWS, DataFile, Storage, new_batch_id
+from memory_lake.storage import DataFile, Storage, new_batch_id, row_group_rows
 
 SORT_KEYS = {
     "items": "item_id",
@@ -80,8 +80,7 @@ def _merge_to_temp(storage: Storage, table: str, sources: list[DataFile]) -> str
         relation = con.read_parquet([storage.duck_path(f.path) for f in sources], union_by_name=True)
         if table in SORT_KEYS:
             relation = relation.order(SORT_KEYS[table])
-        relation.write_parquet(storage.duck_path(tmp), compression="zstd",
-                                                       row_group_size=ROW_GROUP_ROWS)
+        relation.write_parquet(storage.duck_path(tmp), compression="zstd", row_group_size=row_group_rows(table))
     finally:
         con.close()
     return tmp

@@ -51,7 +51,13 @@ from memory_lake.schema import ALL_TABLES
 
 DERIVED_TABLES = ("docs", "postings")
 META_FILE = "lake.json"
-ROW_GROUP_ROWS = 122_880
+# Rows per Parquet row group: small enough that id and term filters prune most of a big file.
+ROW_GROUP_ROWS = {"postings": 65_536}
+DEFAULT_ROW_GROUP_ROWS = 8_192
+
+
+def row_group_rows(table: str) -> int:
+    return ROW_GROUP_ROWS.get(table, DEFAULT_ROW_GROUP_ROWS)
 _PROCESS_LOCKS: dict[tuple[str, str], threading.RLock] = {}
 
 
@@ -127,10 +133,10 @@ class Storage:
     def final_path(self, table: str, batch_id: str, prefix: str = "part") -> str:
         return self.path(table, f"{prefix}-{time.time_ns():020d}-{batch_id}.parquet")
 
-    def write_parquet_temp(self, data: pa.Table) -> str:
+    def write_parquet_temp(self, data: pa.Table, row_group_size: int = DEFAULT_ROW_GROUP_ROWS) -> str:
         tmp = self.temp_path()
         with self.fs.open(tmp, "wb") as handle:
-            pq.write_table(data, handle, compression="zstd", row_group_size=ROW_GROUP_ROWS)
+            pq.write_table(data, handle, compression="zstd", row_group_size=row_group_size)
         return tmp
 
     def commit(self, tmp: str, final: str) -> None:
@@ -138,7 +144,7 @@ class Storage:
 
     def write_batch_file(self, table: str, data: pa.Table, batch_id: str, prefix: str = "part") -> str:
         """Write one batch file: temp name, then rename into the table directory."""
-        tmp = self.write_parquet_temp(data)
+        tmp = self.write_parquet_temp(data, row_group_rows(table))
         final = self.final_path(table, batch_id, prefix)
         self.commit(tmp, final)
         return final

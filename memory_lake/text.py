@@ -55,4 +55,5 @@ def index_rows(items: pa.Table) -> tuple[pa.Table, pa.Table]:
             posts["kind"].append(cols["kind"][i])
             posts["backend"].append(cols["backend"][i])
             posts["category"].append(cols["category"][i])
-    return pa.Table.from_pydict(docs, schema=DOCS), pa.Table.from_pydict(posts, schema=POSTINGS)
+    postings = pa.Table.from_pydict(posts, schema=POSTINGS).sort_by([("term", "ascending"), ("item_id", "ascending")])
+    return pa.Table.from_pydict(docs, schema=DOCS), postings  # postings sorted by term: row groups prune

@@ -1,5 +1,6 @@
 -- Latest Q of the given items for one stage (items without updates are absent: caller uses q_init).
-SELECT item_id, arg_max(q_after, seq) AS q
-FROM value_updates
-WHERE stage = $stage AND list_contains($item_ids::VARCHAR[], item_id)
-GROUP BY item_id
+SELECT v.item_id, arg_max(v.q_after, v.seq) AS q
+FROM value_updates AS v
+JOIN (SELECT unnest($item_ids::VARCHAR[]) AS item_id) AS wanted USING (item_id)
+WHERE v.stage = $stage
+GROUP BY v.item_id

@@ -1,2 +1,4 @@
 -- Which of the given item ids exist in the lake.
-SELECT DISTINCT item_id FROM docs WHERE list_contains($item_ids::VARCHAR[], item_id)
+SELECT DISTINCT d.item_id
+FROM docs AS d
+JOIN (SELECT unnest($item_ids::VARCHAR[]) AS item_id) AS wanted USING (item_id)
