@@ -1,0 +1,1 @@
+"""Prompt templates (package data: the *.md files beside this module)."""
