@@ -49,6 +49,31 @@ def _capability() -> int:
     return int(digits)
 
 
+def kernels_only_source(module_tree: ast.Module) -> str:
+    """The candidate reduced to imports, literal constants and decorated kernels.
+
+    The compile gate runs before the sandbox's seccomp filter, so it never executes the
+    candidate's other top-level code (ModelNew, helper calls): only what Triton must import.
+    """
+    keep = []
+    for node in module_tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            keep.append(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_literal(node.value):
+            keep.append(node)
+        elif isinstance(node, ast.FunctionDef) and node.decorator_list:
+            keep.append(node)
+    return ast.unparse(ast.Module(body=keep, type_ignores=[])) + "\n"
+
+
+def _is_literal(node: ast.expr | None) -> bool:
+    try:
+        ast.literal_eval(node)
+        return True
+    except (ValueError, SyntaxError, TypeError):
+        return False
+
+
 def _set_interpreter(enabled: bool) -> None:
     """TRITON_INTERPRET decides, at decoration time, whether @triton.jit builds an interpreted kernel."""
     os.environ["TRITON_INTERPRET"] = "1" if enabled else "0"
@@ -91,7 +116,7 @@ class TritonBackend(Backend):
 
         _set_interpreter(False)
         try:
-            module = import_candidate(candidate_source, build_dir, "triton_aot")
+            module = import_candidate(kernels_only_source(module_tree), build_dir, "triton_aot")
         except Exception:
             return outcome(False, "importing the candidate failed:\n" + trim_diagnostics(
                 traceback.format_exc(limit=-3), strip_prefixes=(str(build_dir),)))
