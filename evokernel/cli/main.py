@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "llm_cmd",
     "build_cmd",
     "report_cmd",
+    "backends_cmd",
 )
 
 for _name in COMMAND_MODULES:
