@@ -19,7 +19,7 @@ from typing import Iterable, Mapping, Sequence
 import duckdb
 import pyarrow as pa
 
-from memory_lake import compaction, retrieval, values
+from memory_lake import compaction, retrieval, transfer, values
 from memory_lake.errors import LakeError
 from memory_lake.models import (CompactionResult, NewItem, RetrievalRequest, RetrievedItem, SeedItemRow,
                                 TableStats, ValueUpdate)
@@ -96,7 +96,8 @@ class Lake:
 
     def add_items(self, items: Sequence[NewItem]) -> list[str]:
         """Add memory items (one batch); returns their new item ids in order."""
-        ids = new_item_ids(len(items))
+        fresh = iter(new_item_ids(sum(item.item_id is None for item in items)))
+        ids = [item.item_id or next(fresh) for item in items]
         rows = [{**asdict(item), "item_id": item_id} for item, item_id in zip(items, ids)]
         self.append("items", rows)
         return ids
@@ -165,6 +166,28 @@ class Lake:
             rows = values.plan_updates(self._resident(), updates, self.q_init)
             self.append("value_updates", rows)
         return {row["item_id"]: row["q_after"] for row in rows}
+
+    def set_values(self, values_by_item: Sequence[tuple[str, int, float]], attempt_id: str | None = None) -> None:
+        """Record given Qs as value_updates rows (used by import); same lock and seq rule as updates."""
+        if not values_by_item:
+            return
+        with self.storage.lock("values", exclusive=True), self._guard:
+            con = self._resident()
+            seq = int(con.execute(sql("max_seq")).fetchall()[0][0])
+            before = {stage: values.current_q(con, [i for i, s, _ in values_by_item if s == stage], stage, self.q_init)
+                      for stage in (1, 2)}
+            rows = [{"item_id": item_id, "stage": stage, "attempt_id": attempt_id, "q_before": before[stage][item_id],
+                     "q_after": q, "seq": seq + k + 1} for k, (item_id, stage, q) in enumerate(values_by_item)]
+            self.append("value_updates", rows)
+
+    # ---- transfer ----------------------------------------------------------------------
+    def export(self, out: str | Path, exclude_tasks: Sequence[str] = (), kinds: Sequence[str] = ()):
+        """Export items (minus test tasks / other kinds) with their Qs to one Parquet file."""
+        return transfer.export_items(self, out, exclude_tasks, kinds)
+
+    def import_items(self, path: str | Path):
+        """Import an export: items keep ids, provenance and Q values; known ids are skipped."""
+        return transfer.import_items(self, path)
 
     # ---- retrieval ---------------------------------------------------------------------
     def retrieve(self, req: RetrievalRequest) -> tuple[RetrievedItem, ...]:

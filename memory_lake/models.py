@@ -22,7 +22,7 @@ class SeedItemRow:
 
 @dataclass(frozen=True)
 class NewItem:
-    """A memory item to add; the lake assigns item_id, embedding_text and created_at."""
+    """A memory item to add; the lake assigns embedding_text, created_at and (unless given) item_id."""
 
     kind: str
     backend: str
@@ -37,6 +37,7 @@ class NewItem:
     speedup: float | None = None
     source_attempt_id: str | None = None
     campaign_id: str | None = None
+    item_id: str | None = None  # None: the lake assigns one; callers that must be idempotent pass their own
 
     def __post_init__(self) -> None:
         if self.kind not in ITEM_KINDS:
