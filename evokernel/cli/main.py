@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "llm_cmd",
     "build_cmd",
     "report_cmd",
+    "lake_cmd",
     "backends_cmd",
 )
 
