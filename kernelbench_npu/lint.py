@@ -60,7 +60,7 @@ class _Worker:
         self.pending = ""
 
     def read_line(self, timeout_s: float) -> dict | None:
-        """The next JSON answer, or None on timeout or worker death."""
+        """The next JSON answer; None on timeout; EOFError when the worker closed its end (died)."""
         deadline = time.monotonic() + timeout_s
         while "\n" not in self.pending:
             remaining = deadline - time.monotonic()
@@ -70,7 +70,7 @@ class _Worker:
             if ready:
                 chunk = os.read(self.reader.fileno(), 1 << 16).decode()
                 if not chunk:
-                    return None
+                    raise EOFError("lint worker closed its pipe")
                 self.pending += chunk
         line, self.pending = self.pending.split("\n", 1)
         return json.loads(line)
@@ -148,7 +148,12 @@ def lint_all(requests: Sequence[LintRequest], task_timeout_s: float, workers: in
 
 def _start(threads: int, memory_bytes: int) -> _Worker:
     worker = _Worker(threads, memory_bytes)
-    if worker.read_line(STARTUP_TIMEOUT_S) is None:
+    try:
+        ready = worker.read_line(STARTUP_TIMEOUT_S)
+    except EOFError:
+        worker.proc.wait()
+        ready = None
+    if ready is None:
         reason = worker.death_reason() or "no answer"
         worker.kill()
         raise RuntimeError(f"lint worker failed to start: {reason}")
@@ -157,14 +162,19 @@ def _start(threads: int, memory_bytes: int) -> _Worker:
 
 def _lint_one(worker: _Worker, request: LintRequest, timeout_s: float) -> tuple[LintResult, _Worker | None]:
     """Lint one request; on a hang or crash, quarantine it and hand back None (a new worker is started lazily)."""
+    reason = f"lint timed out after {timeout_s:g} s (hang or far too slow)"
     try:
         worker.send(request)
         answer = worker.read_line(timeout_s)
-    except (BrokenPipeError, OSError):
-        answer = None
+    except (EOFError, OSError):  # the worker died: wait for its exit status to name the cause
+        answer, reason = None, "lint worker died"
+        try:
+            worker.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            pass
     if answer is not None:
         return _result(request, answer), worker
-    reason = worker.death_reason() or f"lint timed out after {timeout_s:g} s (hang or far too slow)"
+    reason = worker.death_reason() or reason
     worker.kill()
     return _failed(request, reason), None
 

@@ -106,7 +106,7 @@ def _close(a: torch.Tensor, b: torch.Tensor, atol: float, rtol: float) -> bool:
 def _time_forward(model, inputs: list) -> tuple[float, torch.Tensor]:
     times, out, started = [], None, time.perf_counter()
     with torch.no_grad():
-        while len(times) < TIMED_RUNS and (len(times) < 2 or time.perf_counter() - started < TIMING_BUDGET_S):
+        while len(times) < TIMED_RUNS and (not times or time.perf_counter() - started < TIMING_BUDGET_S):
             args = [_clone(x) for x in inputs]
             t0 = time.perf_counter()
             out = model(*args)

@@ -64,11 +64,10 @@ def plan_build(variant: Variant, sources: Sequence[Path | str] = (), levels: Seq
     """Load, adapt and hash. Raises ProblemError when a source directory does not exist."""
     levels = tuple(sorted(set(int(x) for x in levels)))
     dirs = source_dirs(sources, include_bundled)
-    problems, errors, digests = [], [], []
+    problems, errors = [], []
     for src in dirs:
         for path, level in problem_files(src.path, levels):
             rel = path.relative_to(src.path).as_posix()
-            digests.append((src.id_prefix, rel, hashlib.sha256(path.read_bytes()).hexdigest()))
             try:
                 problem = load_problem(path, level=level, id_prefix=src.id_prefix)
             except ProblemError as exc:
@@ -78,7 +77,17 @@ def plan_build(variant: Variant, sources: Sequence[Path | str] = (), levels: Seq
                 problems.append(problem)
     _reject_duplicates(problems)
     tasks = tuple(t for p in problems for t in _plan_task(p, variant))
-    return BuildPlan(variant, levels, dirs, tasks, tuple(errors), _build_hash(variant, levels, digests))
+    return BuildPlan(variant, levels, dirs, tasks, tuple(errors), build_hash(variant, dirs, levels))
+
+
+def build_hash(variant: Variant, dirs: Sequence[SourceDir], levels: tuple[int, ...]) -> str:
+    """sha256 over the builder version, the variant, the levels and every scanned file (id prefix,
+    path relative to its source, sha256 of its bytes); cheap: no file is executed."""
+    digests = [(src.id_prefix, path.relative_to(src.path).as_posix(), hashlib.sha256(path.read_bytes()).hexdigest())
+               for src in dirs for path, _level in problem_files(src.path, levels)]
+    payload = {"builder_version": BUILDER_VERSION, "variant": variant.as_dict(), "levels": list(levels),
+               "sources": sorted(digests)}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
 def _reject_duplicates(problems: list[Problem]) -> None:
@@ -87,12 +96,6 @@ def _reject_duplicates(problems: list[Problem]) -> None:
         if p.task_id in seen:
             raise ProblemError(f"{p.path}: task id {p.task_id!r} already used by {seen[p.task_id]}")
         seen[p.task_id] = p.path
-
-
-def _build_hash(variant: Variant, levels: tuple[int, ...], digests: list) -> str:
-    payload = {"builder_version": BUILDER_VERSION, "variant": variant.as_dict(), "levels": list(levels),
-               "sources": sorted(digests)}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
 def _plan_task(problem: Problem, variant: Variant) -> list[PlannedTask]:
