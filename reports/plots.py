@@ -34,6 +34,11 @@ def _pyplot():
     return plt
 
 
+def campaign_colors(campaign_ids) -> dict[str, str]:
+    """One matplotlib cycle colour per campaign, the same in every figure."""
+    return {campaign: f"C{index % 10}" for index, campaign in enumerate(campaign_ids)}
+
+
 def _plain_ticks():
     from matplotlib.ticker import FormatStrFormatter
 
@@ -55,7 +60,7 @@ def _to_png(fig) -> bytes:
     return buffer.getvalue()
 
 
-def learning_curves(curves: pl.DataFrame) -> Figure | None:
+def learning_curves(curves: pl.DataFrame, colors: dict[str, str]) -> Figure | None:
     """Cumulative compile rate and correctness against iteration, one line per campaign."""
     if curves.is_empty():
         return None
@@ -63,8 +68,9 @@ def learning_curves(curves: pl.DataFrame) -> Figure | None:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
     for campaign, frame in curves.group_by("campaign_id", maintain_order=True):
         x = (frame["iteration"] + 1).to_list()
-        axes[0].step(x, frame["compile_rate"].to_list(), where="post", label=campaign[0])
-        axes[1].step(x, frame["correct_rate"].to_list(), where="post", label=campaign[0])
+        style = dict(where="post", label=campaign[0], color=colors.get(campaign[0]))
+        axes[0].step(x, frame["compile_rate"].to_list(), **style)
+        axes[1].step(x, frame["correct_rate"].to_list(), **style)
     for ax, title in zip(axes, ("compile rate (tasks)", "correctness (tasks)")):
         ax.xaxis.set_major_locator(_integer_ticks())
         ax.set_title(title)
@@ -77,7 +83,7 @@ def learning_curves(curves: pl.DataFrame) -> Figure | None:
                   "Share of all tasks with a compiling / correct kernel by iteration.")
 
 
-def speedup_distribution(speedups: pl.DataFrame) -> Figure | None:
+def speedup_distribution(speedups: pl.DataFrame, colors: dict[str, str]) -> Figure | None:
     """Best kernel's speedup over PyTorch and over the first draft per task, log scale."""
     if speedups.is_empty():
         return None
@@ -90,8 +96,8 @@ def speedup_distribution(speedups: pl.DataFrame) -> Figure | None:
         kept = [(c, d) for c, d in zip(campaigns, data) if d]
         if kept:
             ax.boxplot([d for _, d in kept], showfliers=False)
-            for position, (_, values) in enumerate(kept, start=1):
-                ax.scatter([position] * len(values), values, s=12, alpha=0.6, zorder=3)
+            for position, (campaign, values) in enumerate(kept, start=1):
+                ax.scatter([position] * len(values), values, s=12, alpha=0.6, zorder=3, color=colors.get(campaign))
             ax.set_xticks(range(1, len(kept) + 1), [c for c, _ in kept], rotation=20, fontsize=8)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(_plain_ticks())
@@ -104,7 +110,7 @@ def speedup_distribution(speedups: pl.DataFrame) -> Figure | None:
                   "One point per solved task (its best feasible kernel); dashed line = no speedup.")
 
 
-def category_bars(groups: pl.DataFrame) -> Figure | None:
+def category_bars(groups: pl.DataFrame, colors: dict[str, str]) -> Figure | None:
     """Correctness and fast_1 per op category, bars grouped by campaign."""
     frame = groups.filter(pl.col("group_kind") == "category")
     if frame.is_empty():
@@ -119,7 +125,7 @@ def category_bars(groups: pl.DataFrame) -> Figure | None:
             rows = dict(frame.filter(pl.col("campaign_id") == campaign).select("group_name", column).iter_rows())
             values = [rows.get(category) or 0.0 for category in categories]
             positions = [i + index * width for i in range(len(categories))]
-            ax.bar(positions, values, width=width, label=campaign)
+            ax.bar(positions, values, width=width, label=campaign, color=colors.get(campaign))
         ax.set_xticks([i + width * (len(campaigns) - 1) / 2 for i in range(len(categories))], categories,
                       rotation=30, ha="right", fontsize=8)
         ax.set_title(f"{title} per category")
@@ -155,10 +161,11 @@ def q_trajectories(q: pl.DataFrame) -> Figure | None:
 
 def all_figures(metrics) -> tuple[Figure, ...]:
     """Every figure that has data, in report order."""
+    colors = campaign_colors(metrics.campaign_ids)
     drawn = (
-        learning_curves(metrics.learning_curves),
-        speedup_distribution(metrics.speedups),
-        category_bars(metrics.groups),
+        learning_curves(metrics.learning_curves, colors),
+        speedup_distribution(metrics.speedups, colors),
+        category_bars(metrics.groups, colors),
         q_trajectories(metrics.q_trajectories),
     )
     return tuple(figure for figure in drawn if figure is not None)
