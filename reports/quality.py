@@ -48,6 +48,8 @@ ATTEMPT_EXPECTATIONS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     ("every attempt has an attempt_id", "ExpectColumnValuesToNotBeNull", {"column": "attempt_id"}),
     ("attempt_id is unique", "ExpectColumnValuesToBeUnique", {"column": "attempt_id"}),
     ("every attempt names a campaign", "ExpectColumnValuesToNotBeNull", {"column": "campaign_id"}),
+    ("every attempt names its task", "ExpectColumnValuesToNotBeNull", {"column": "task_id"}),
+    ("every attempt has an iteration", "ExpectColumnValuesToNotBeNull", {"column": "iteration"}),
     ("no attempt without a campaign (campaign_id has a campaigns row)", "ExpectColumnValuesToBeInSet",
      {"column": "campaign_id", "value_set": "<known campaigns>"}),
     ("raw reward within [-1, 1]", "ExpectColumnValuesToBeBetween",
