@@ -13,6 +13,7 @@ import hashlib
 import secrets
 import shutil
 import tempfile
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,6 +42,11 @@ def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
     hack = static_gate(candidate_source, task.dtype, settings.disabled_checks)
     if not hack.passed:
         return _finish(Verdict(task.task_id, backend, code_sha, (hack,)))
+    start = time.perf_counter()
+    problem = backend_impl.precheck(candidate_source)
+    if problem:
+        gate = GateResult("compile", False, problem.splitlines()[0][:300], time.perf_counter() - start, detail=problem)
+        return _finish(Verdict(task.task_id, backend, code_sha, (hack, gate)))
     seed = settings.seed if settings.seed is not None else new_master_seed()
     workdir = Path(tempfile.mkdtemp(prefix="evokernel-verify-"))
     session = Session(task, candidate_source, backend, settings, workdir,

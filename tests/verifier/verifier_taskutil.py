@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from kernelbench_npu.spec import TaskSpec
@@ -24,5 +25,8 @@ def make_task(source: str, task_id: str = "T/test", tmp_dir: Path | None = None,
 
 
 def fixture_task(name: str) -> TaskSpec:
-    """A task from tests/fixtures/kernels/tasks/<name>.py."""
-    return make_task((TASKS / f"{name}.py").read_text(), task_id=f"fixture/{name}")
+    """A task from tests/fixtures/kernels/tasks/<name>.py (a "# tolerance: X" line sets atol=rtol)."""
+    source = (TASKS / f"{name}.py").read_text()
+    match = re.search(r"^# tolerance: (\S+)$", source, re.M)
+    tol = float(match.group(1)) if match else 1e-4
+    return make_task(source, task_id=f"fixture/{name}", atol=tol, rtol=tol)

@@ -81,6 +81,11 @@ class Backend(ABC):
     def load(self, candidate_source: str, build_dir: Path) -> type:
         """Import the candidate in a fresh namespace and return its ModelNew class (sandbox side)."""
 
+    def precheck(self, candidate_source: str) -> str:
+        """Parent-side compile checks that need no toolchain (e.g. syntax); a non-empty string is the
+        compile gate's failure reason and saves starting the sandbox. Default: none."""
+        return ""
+
     def device(self) -> str:
         return "cpu"
 

@@ -69,19 +69,28 @@ class CpuBackend(Backend):
                          code=example, category="matmul"))
 
     # ---- child side ----------------------------------------------------------------------
-    def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
-        """Build every native source of the candidate into build_dir (the content-addressed cache)."""
-        start = time.perf_counter()
+    def precheck(self, candidate_source: str) -> str:
+        """Parent-side, before any process starts: syntax and statically resolvable native sources.
+        Returns the compile-gate reason, or "" when the candidate may go on to the real build."""
         try:
             compile(candidate_source, "candidate.py", "exec")
             sources = extract(candidate_source)
         except SyntaxError as exc:
-            return CompileOutcome(False, f"SyntaxError: line {exc.lineno}: {exc.msg}", time.perf_counter() - start)
+            return f"SyntaxError: line {exc.lineno}: {exc.msg}"
         except SourceExtractionError as exc:
-            return CompileOutcome(False, str(exc), time.perf_counter() - start)
+            return str(exc)
         if not sources:
-            return CompileOutcome(False, "no native code: call load_c(SOURCE, {...}) (or load_inline) at module "
-                                  "level; all arithmetic must run in native code", time.perf_counter() - start)
+            return ("no native code: call load_c(SOURCE, {...}) (or load_inline) at module level; "
+                    "all arithmetic must run in native code")
+        return ""
+
+    def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
+        """Build every native source of the candidate into build_dir (the content-addressed cache)."""
+        start = time.perf_counter()
+        problem = self.precheck(candidate_source)
+        if problem:
+            return CompileOutcome(False, problem, time.perf_counter() - start)
+        sources = extract(candidate_source)
         artifacts, cached = [], True
         for native in sources:
             remaining = max(1.0, timeout_s - (time.perf_counter() - start))

@@ -42,7 +42,8 @@ def clean_env(threads: int, workdir: Path) -> dict[str, str]:
 
 
 class SandboxProcess:
-    """One sandboxed Python child (``python -m module IN_FD OUT_FD``)."""
+    """One sandboxed Python child (``python -m module IN_FD OUT_FD``) behind a disposable launcher,
+    all in a new session whose process group is killed as a whole."""
 
     def __init__(self, module: str, config: dict, workdir: Path, threads: int) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
@@ -51,7 +52,8 @@ class SandboxProcess:
         self.log_path = workdir / "child.log"
         with open(self.log_path, "wb") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", module, str(to_r), str(from_w)], pass_fds=(to_r, from_w),
+                [sys.executable, "-m", "verifier.sandbox.launcher", module, str(to_r), str(from_w)],
+                pass_fds=(to_r, from_w),
                 start_new_session=True, env=clean_env(threads, workdir), cwd=workdir,
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         os.close(to_r)

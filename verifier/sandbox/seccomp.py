@@ -26,10 +26,10 @@ CLONE_THREAD = 0x00010000
 LD_W_ABS, JEQ_K, JSET_K, JGE_K, RET_K = 0x20, 0x15, 0x45, 0x35, 0x06
 
 # x86_64 syscall numbers
-NR = dict(socket=41, clone=56, fork=57, vfork=58, execve=59, kill=62, ptrace=101, setrlimit=160,
+NR = dict(setpgid=109, setsid=112, socket=41, clone=56, fork=57, vfork=58, execve=59, kill=62, ptrace=101, setrlimit=160,
           tkill=200, tgkill=234, prlimit64=302, process_vm_readv=310, process_vm_writev=311,
           execveat=322, pidfd_send_signal=424, clone3=435)
-ALWAYS_KILL = ("fork", "vfork", "execve", "execveat", "ptrace", "setrlimit", "tkill",
+ALWAYS_KILL = ("fork", "vfork", "execve", "execveat", "ptrace", "setrlimit", "tkill", "setsid", "setpgid",
                "process_vm_readv", "process_vm_writev", "pidfd_send_signal")
 OFF_NR, OFF_ARCH = 0, 4
 

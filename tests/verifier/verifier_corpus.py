@@ -1,0 +1,55 @@
+"""The fixture corpus: tests/fixtures/kernels/<name>.py, each with a header naming its task
+fixture, the expected first failing gate (or "pass"), what it covers, and optionally static
+checks to disable (so an exploit reaches the runtime layers), a timeout and a reason substring."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from verifier_taskutil import FIXTURES
+
+KEYS = ("task", "expect", "covers", "disable", "timeout_s", "reason")
+EXPECTATIONS = ("pass", "hack", "compile", "correctness", "latency")
+
+
+@dataclass(frozen=True)
+class CorpusEntry:
+    path: Path
+    task: str
+    expect: str
+    covers: str
+    disable: tuple[str, ...] = ()
+    timeout_s: float | None = None
+    reason: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+    @property
+    def kind(self) -> str:
+        return self.name.split("_")[0]  # honest | hack | broken | sandbox
+
+
+def parse(path: Path) -> CorpusEntry:
+    fields: dict[str, str] = {}
+    for line in path.read_text().splitlines():
+        if not line.startswith("# "):
+            break
+        key, _, value = line[2:].partition(":")
+        if key.strip() not in KEYS:
+            raise ValueError(f"{path}: unknown header field {key.strip()!r}")
+        fields[key.strip()] = value.strip()
+    for key in ("task", "expect", "covers"):
+        if key not in fields:
+            raise ValueError(f"{path}: header field {key!r} missing")
+    if fields["expect"] not in EXPECTATIONS:
+        raise ValueError(f"{path}: expect must be one of {EXPECTATIONS}")
+    return CorpusEntry(path, fields["task"], fields["expect"], fields["covers"],
+                       tuple(x.strip() for x in fields.get("disable", "").split(",") if x.strip()),
+                       float(fields["timeout_s"]) if "timeout_s" in fields else None, fields.get("reason", ""))
+
+
+def corpus() -> list[CorpusEntry]:
+    return [parse(p) for p in sorted(FIXTURES.glob("*.py"))]
