@@ -4,17 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-import reports_handmade_lake as handmade
 from memory_lake import Lake
-
-
-def make_lake(root, tables=handmade.TABLE_ROWS, extra_attempts=()):
-    lake = Lake.create(root, "cpu")
-    for table, rows in tables.items():
-        lake.append(table, rows())
-    if extra_attempts:
-        lake.append("attempts", list(extra_attempts))
-    return lake
+from reports_handmade_lake import make_lake
 
 
 @pytest.fixture(scope="session")

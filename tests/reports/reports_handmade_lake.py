@@ -124,6 +124,18 @@ TABLE_ROWS = {
 }
 
 
+def make_lake(root, tables=TABLE_ROWS, extra_attempts=()):
+    """A real Lake at ``root`` holding ``tables`` (name -> row factory) and any extra attempts."""
+    from memory_lake import Lake
+
+    lake = Lake.create(root, "cpu")
+    for table, rows in tables.items():
+        lake.append(table, rows())
+    if extra_attempts:
+        lake.append("attempts", list(extra_attempts))
+    return lake
+
+
 def dirty_attempts() -> list[dict]:
     """Attempts that break the data-quality suite, one rule each (see test_reports_quality.py)."""
     ghost = _attempt("c1", "t1", 5, NO) | {"attempt_id": "ghost-1", "campaign_id": "ghost"}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import reports_handmade_lake as handmade
-from conftest import make_lake
+from reports_handmade_lake import make_lake
 from memory_lake import Lake
 from reports.build import write_report
 from reports.metrics import resolve_campaigns
