@@ -1,0 +1,29 @@
+"""`evokernel backends` lists every backend with its availability and per-gate capabilities."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from evokernel.cli.main import app
+
+
+def test_backends_lists_all_four_with_reasons():
+    result = CliRunner().invoke(app, ["backends"])
+    assert result.exit_code == 0, result.output
+    lines = {line.split(":")[0]: line for line in result.output.splitlines()}
+    assert set(lines) >= {"cpu", "cuda", "triton", "ascendc"}
+    for name in ("cuda", "triton", "ascendc"):
+        line = lines[name]
+        assert line.startswith(f"{name}: available") or line.startswith(f"{name}: unavailable: "), line
+        assert "compile " in line and "correctness " in line and "latency " in line, line
+
+
+def test_backends_json_has_gates():
+    result = CliRunner().invoke(app, ["backends", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {row["backend"]: row for row in json.loads(result.output)}
+    assert set(rows["ascendc"]["gates"]) == {"compile", "correctness", "latency"}
+    if not rows["ascendc"]["available"]:
+        assert rows["ascendc"]["reason"]

@@ -1,0 +1,47 @@
+"""The CUDA and Triton backends through the real verifier on a GPU (CI has none: skipped there).
+
+An honest ReLU kernel must pass every gate with a measured speedup; the same kernel with a wrong
+constant must fail correctness.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import pytest
+
+from kernelbench_npu.spec import TaskSpec
+from verifier.backends.scaffolds import fenced_blocks, scaffold_sections
+
+pytestmark = pytest.mark.gpu
+RELU = Path(__file__).resolve().parents[2] / "kernelbench_npu" / "problems" / "level1" / "001_relu.py"
+
+
+def relu_task(backend: str) -> TaskSpec:
+    source = RELU.read_text()
+    return TaskSpec(task_id="L1/001_relu", level=1, category="activation", name="relu", variant=backend,
+                    dtype="float32", source=source, source_sha256=hashlib.sha256(source.encode()).hexdigest(),
+                    atol=1e-5, rtol=1e-5, original_shapes="{}", adapted_shapes="{}", lint_status="ok",
+                    lint_reason=None, reference_ms=None, problem_path=RELU)
+
+
+def example(backend: str) -> str:
+    return fenced_blocks(dict(scaffold_sections(backend))["Worked example: ReLU"], "python")[0]
+
+
+WRONG = {"cuda": ("v > 0.0f ? v : 0.0f", "v > 0.0f ? v : 0.5f"), "triton": ("tl.maximum(x, 0.0)", "tl.maximum(x, 0.5)")}
+
+
+@pytest.mark.parametrize("backend", ["cuda", "triton"])
+def test_honest_kernel_passes_with_a_speedup_and_a_wrong_one_fails_correctness(backend):
+    from verifier.api import verify
+
+    honest = verify(relu_task(backend), example(backend), backend)
+    assert honest.passed, honest.feedback
+    assert honest.latency is not None and honest.latency.speedup > 0
+    print(f"{backend}: candidate {honest.latency.candidate_ms:.4f} ms, reference {honest.latency.reference_ms:.4f} ms, "
+          f"speedup {honest.latency.speedup:.2f} [{honest.latency.ci_low:.2f}, {honest.latency.ci_high:.2f}]")
+    old, new = WRONG[backend]
+    wrong = verify(relu_task(backend), example(backend).replace(old, new), backend)
+    assert wrong.failed_gate == "correctness", wrong.feedback
