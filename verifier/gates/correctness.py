@@ -65,7 +65,7 @@ def _nonfinite_mismatch(c: np.ndarray, r: np.ndarray, r_finite: np.ndarray) -> s
     bad = ~r_finite & ~((np.isnan(c) & np.isnan(r)) | (c == r))
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        return f"at index {idx}: expected {r[idx]!r}, got {c[idx]!r}"
+        return f"at index {idx}: expected {float(r[idx])}, got {float(c[idx])}"
     return ""
 
 
@@ -74,7 +74,7 @@ def _compare_values(c: np.ndarray, r: np.ndarray, mask: np.ndarray, tol: Toleran
     c_finite = np.isfinite(c64)
     if (mask & ~c_finite).any():
         idx = tuple(int(i) for i in np.argwhere(mask & ~c_finite)[0])
-        return f"non-finite value at index {idx}: expected {r64[idx]:.6g}, got {c64[idx]}"
+        return f"non-finite value at index {idx}: expected {r64[idx]:.6g}, got {float(c64[idx])}"
     cm, rm = np.where(mask, c64, 0.0), np.where(mask, r64, 0.0)
     scale = max(1.0, float(np.abs(rm).max(initial=0.0)))
     diff = np.abs(cm - rm)

@@ -1,0 +1,86 @@
+"""verify() end to end on the scaffold's worked example, plus settings, backends and feedback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from verifier_taskutil import make_task
+
+from verifier.api import verify
+from verifier.backends import get_backend
+from verifier.sandbox import seccomp
+from verifier.settings import VerifySettings
+
+BACKENDS = Path(__file__).resolve().parents[2] / "verifier" / "backends"
+EXAMPLE_TASK = (BACKENDS / "cpu_example_task.txt").read_text()
+EXAMPLE_CANDIDATE = (BACKENDS / "cpu_example_candidate.txt").read_text()
+
+
+def test_scaffold_example_passes_every_gate_and_reuses_the_compile_cache(tmp_path, verify_cache):
+    task = make_task(EXAMPLE_TASK, "example/linear_relu", tmp_path)
+    settings = VerifySettings.for_tests(verify_cache)
+    first = verify(task, EXAMPLE_CANDIDATE, "cpu", settings)
+    assert first.passed, first.feedback
+    assert [g.name for g in first.gates] == ["hack", "compile", "correctness", "latency"]
+    assert "speedup" in first.feedback and first.latency.rounds == settings.latency_rounds
+    second = verify(task, EXAMPLE_CANDIDATE, "cpu", settings)
+    assert second.passed and second.extra["compile_cached"] is True
+    assert first.extra["seed"] != second.extra["seed"]  # a secret seed per verification
+    json_dict = second.to_json_dict()
+    assert set(json_dict) == {"task_id", "passed", "failed_gate", "gates", "latency", "feedback"}
+    assert set(json_dict["latency"]) >= {"candidate_ms", "reference_ms", "speedup", "ci_low", "ci_high", "flagged"}
+
+
+def test_scaffold_states_the_contract_and_contains_the_example():
+    text = get_backend("cpu").scaffold(None)
+    assert EXAMPLE_CANDIDATE.strip() in text and EXAMPLE_TASK.strip() in text
+    for phrase in ("from verifier.cpu_native import load_c", "-ffast-math", "fresh tensors", "thread budget",
+                   "load_inline", "same seed"):
+        assert phrase in text
+
+
+def test_task_scaffold_names_the_tolerance(tmp_path):
+    task = make_task(EXAMPLE_TASK, "example/linear_relu", tmp_path, atol=1e-3, rtol=2e-3)
+    assert "atol=0.001 rtol=0.002" in get_backend("cpu").scaffold(task)
+
+
+def test_unknown_backend_is_an_infrastructure_error(tmp_path):
+    verdict = verify(make_task(EXAMPLE_TASK, "example/x", tmp_path), EXAMPLE_CANDIDATE, "no-such-backend")
+    assert verdict.infrastructure_error and not verdict.passed
+    assert verdict.feedback.startswith("VERIFIER ERROR")
+
+
+def test_settings_are_validated():
+    with pytest.raises(ValueError, match="correctness_trials"):
+        VerifySettings(correctness_trials=4)
+    with pytest.raises(ValueError, match="timeout_s"):
+        VerifySettings(timeout_s=0)
+
+
+def test_cpu_backend_reports_availability():
+    availability = get_backend("cpu").availability()
+    assert availability.available, availability.reason
+    assert availability.line().startswith("cpu: available")
+
+
+@pytest.mark.skipif(not seccomp.supported(), reason="seccomp filter is x86_64 Linux only")
+@pytest.mark.parametrize("action, killed", [("thread", False), ("fork", True), ("kill_parent", True),
+                                            ("setsid", True), ("exec", True)])
+def test_seccomp_filter_allows_threads_and_kills_process_attacks(action, killed):
+    script = (
+        "import os, sys, threading\n"
+        "from verifier.sandbox import seccomp\n"
+        "assert seccomp.install()\n"
+        "a = sys.argv[1]\n"
+        "if a == 'thread':\n    t = threading.Thread(target=print); t.start(); t.join()\n"
+        "if a == 'fork': os.fork()\n"
+        "if a == 'kill_parent': os.kill(os.getppid(), 0)\n"
+        "if a == 'setsid': os.setsid()\n"
+        "if a == 'exec': os.execv('/bin/true', ['true'])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script, action], capture_output=True, timeout=60,
+                          start_new_session=True)
+    assert (proc.returncode == -31) == killed, proc.stderr[-500:]
