@@ -27,3 +27,22 @@ def test_backends_json_has_gates():
     assert set(rows["ascendc"]["gates"]) == {"compile", "correctness", "latency"}
     if not rows["ascendc"]["available"]:
         assert rows["ascendc"]["reason"]
+
+
+def test_prechecks_reject_malformed_candidates_before_any_toolchain():
+    from verifier.backends import get_backend
+
+    assert get_backend("cuda").precheck("class ModelNew: pass\n").startswith("cuda candidate format: no torch")
+    assert get_backend("ascendc").precheck("class ModelNew: pass\n").startswith("ascendc candidate format: ASCENDC_")
+    assert "no @triton.jit kernel" in get_backend("triton").precheck("class ModelNew: pass\n")
+    assert get_backend("triton").precheck("import triton\n@triton.jit\ndef k(x_ptr):\n    pass\n") == ""
+
+
+def test_native_sources_expose_embedded_code_for_the_hack_gate():
+    from cann_stubs import scaffold_example
+
+    from verifier.backends import get_backend
+
+    files = get_backend("ascendc").native_sources(scaffold_example())
+    assert set(files) == {"kernel/relu_custom.cpp", "binding/relu_custom.cpp"}
+    assert get_backend("cpu").native_sources("x = 1\n") == {}

@@ -86,6 +86,11 @@ class Backend(ABC):
         compile gate's failure reason and saves starting the sandbox. Default: none."""
         return ""
 
+    def native_sources(self, candidate_source: str) -> dict[str, str]:
+        """Native (C/C++/CUDA/Ascend C) files embedded in the candidate, {label: text}, read statically,
+        for the hack gate's token checks. Default: none (cuda and ascendc override it)."""
+        return {}
+
     def device(self) -> str:
         return "cpu"
 

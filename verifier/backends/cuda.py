@@ -140,6 +140,13 @@ class CudaBackend(Backend):
     def scaffold(self, task: TaskSpec | None = None) -> str:
         return read_scaffold("cuda", task)
 
+    def precheck(self, candidate_source: str) -> str:
+        try:
+            extract_inline_extensions(candidate_source)
+        except CandidateFormatError as exc:
+            return f"cuda candidate format: {exc}"
+        return ""
+
     def native_sources(self, candidate_source: str) -> dict[str, str]:
         try:
             exts = extract_inline_extensions(candidate_source)
@@ -164,6 +171,9 @@ class CudaBackend(Backend):
         digest = hashlib.sha256(f"{arch}\0{candidate_source}".encode()).hexdigest()[:20]
         work = build_dir / f"cuda-{digest}"
         marker = work / "compile-ok.txt"
+        gpu_build = _gpu_build(candidate_source, build_dir) if gpu_present()[0] else ""
+        if gpu_build:
+            return CompileOutcome(False, gpu_build, time.perf_counter() - start)
         if marker.is_file():
             return CompileOutcome(True, marker.read_text(), time.perf_counter() - start, cached=True,
                                   artifacts=tuple(str(p) for p in sorted(work.glob("*.o"))))
@@ -200,7 +210,7 @@ class CudaBackend(Backend):
         present, why = gpu_present()
         if not present:
             raise RuntimeError(f"cuda: correctness and latency need a GPU: {why}")
-        ext_dir = build_dir / "torch_extensions"
+        ext_dir = build_dir / "torch_extensions"  # built by compile() (no exec allowed from here on)
         ext_dir.mkdir(parents=True, exist_ok=True)
         os.environ["TORCH_EXTENSIONS_DIR"] = str(ext_dir)  # private to this verification
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", arch_list_entry(target_arch()))
@@ -216,6 +226,27 @@ class CudaBackend(Backend):
 
     def timer(self) -> Callable[[Callable[[], Any]], float]:
         return cuda_event_timer()
+
+
+def _gpu_build(candidate_source: str, build_dir: Path) -> str:
+    """On a GPU machine, run the candidate's own load_inline calls (statically resolved arguments)
+    now, before the sandbox forbids exec: load() then finds the build up to date in this process.
+    Returns "" on success, else the trimmed build error."""
+    from torch.utils.cpp_extension import load_inline
+
+    from verifier.native_sources import SourceExtractionError, extract
+
+    os.environ["TORCH_EXTENSIONS_DIR"] = str(build_dir / "torch_extensions")
+    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", arch_list_entry(target_arch()))
+    try:
+        calls = [s for s in extract(candidate_source) if s.loader == "load_inline"]
+        for call in calls:
+            load_inline(**dict(call.inline_args))
+    except SourceExtractionError as exc:
+        return f"cuda candidate format: {exc}"
+    except Exception as exc:  # torch raises RuntimeError with the ninja/nvcc log
+        return "load_inline build failed:\n" + trim_diagnostics(str(exc), strip_prefixes=(str(build_dir),))
+    return ""
 
 
 def _failure_feedback(failed: list[ToolRun], work: Path) -> str:

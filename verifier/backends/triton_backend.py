@@ -100,6 +100,15 @@ class TritonBackend(Backend):
     def scaffold(self, task: TaskSpec | None = None) -> str:
         return read_scaffold("triton", task)
 
+    def precheck(self, candidate_source: str) -> str:
+        try:
+            tree = ast.parse(candidate_source)
+        except SyntaxError as exc:
+            return f"line {exc.lineno}: Python syntax error: {exc.msg}"
+        jit = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)
+               and any("jit" in ast.unparse(d) for d in n.decorator_list)]
+        return "" if jit else "no @triton.jit kernel defined in the candidate: ModelNew must launch Triton kernels"
+
     def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
         start = time.perf_counter()
 

@@ -49,6 +49,13 @@ class AscendCBackend(Backend):
         return tuple(SeedItem(title=f"Ascend C: {title}", body=body, category="api")
                      for title, body in scaffold_sections("ascendc"))
 
+    def precheck(self, candidate_source: str) -> str:
+        try:
+            parse_candidate(candidate_source)
+        except AscendCFormatError as exc:
+            return f"ascendc candidate format: {exc}"
+        return ""
+
     def native_sources(self, candidate_source: str) -> dict[str, str]:
         try:
             return dict(parse_candidate(candidate_source).files)
