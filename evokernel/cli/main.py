@@ -27,6 +27,8 @@ COMMAND_MODULES = (
     "report_cmd",
     "lake_cmd",
     "backends_cmd",
+    "campaign_cmd",
+    "demo_cmd",
 )
 
 for _name in COMMAND_MODULES:

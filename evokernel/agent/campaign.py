@@ -1,0 +1,107 @@
+"""A campaign: tasks of one build, one backend, one model and one method sharing one memory.
+
+The loop here is the Prefect-free core: :func:`run_task` drives steps until a budget is spent;
+``flows/campaign.py`` calls the same functions, one Prefect task per step. A campaign id names a
+campaign; running it again resumes from what the lake holds (see evokernel.agent.step).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Callable, Sequence
+
+from evokernel.agent import rewards
+from evokernel.agent.context import AgentContext
+from evokernel.agent.retrieval import sql
+from evokernel.agent.state import StepOutcome, TaskState, replay
+from evokernel.agent.step import complete_attempt, outcome_from_row, run_step
+from kernelbench_npu.spec import Build, TaskSpec
+
+
+@dataclass(frozen=True)
+class TaskSummary:
+    task_id: str
+    attempts: int
+    feasible: bool
+    first_feasible_iteration: int | None
+    best_ms: float | None
+    best_speedup: float | None
+    stop_reason: str
+
+
+def plan_tasks(build: Build, task_ids: Sequence[str] = (), order: str = "level") -> tuple[TaskSpec, ...]:
+    """The campaign's tasks: the named ones (in the given order) or every runnable task.
+
+    order "level" runs level 1 before level 2 before level 3 (the paper's L1 -> L2 curriculum);
+    "given" keeps the manifest (or command-line) order.
+    """
+    if task_ids:
+        tasks = tuple(build.task(t) for t in task_ids)
+        quarantined = [t.task_id for t in tasks if t.quarantined]
+        if quarantined:
+            raise ValueError(f"task {quarantined[0]!r} is quarantined in this build ({build.task(quarantined[0]).lint_reason})")
+    else:
+        tasks = build.runnable()
+    if order == "level":
+        tasks = tuple(sorted(tasks, key=lambda t: (t.level, t.task_id)))
+    return tasks
+
+
+def record_campaign(ctx: AgentContext, build: Build, status: str) -> None:
+    """Append the campaign's current state (running at start, finished at the end)."""
+    now = datetime.now(timezone.utc)
+    previous = ctx.lake.query(sql("campaign_state"), {"campaign_id": ctx.campaign_id}).to_pylist()
+    started = previous[0]["started_at"] if previous else now
+    ctx.lake.append("campaigns", [{
+        "campaign_id": ctx.campaign_id, "build_hash": build.build_hash, "backend": ctx.backend,
+        "model": ctx.model, "method": ctx.policy.name,
+        "settings_json": json.dumps(ctx.settings.model_dump(mode="json"), sort_keys=True),
+        "status": status, "started_at": started, "finished_at": now if status != "running" else None,
+        "recorded_at": now,
+    }])
+
+
+def resume_task(ctx: AgentContext, task: TaskSpec) -> TaskState:
+    """Rebuild a task's state from the lake and complete its last committed step if needed."""
+    rows = ctx.lake.query(sql("task_attempts"), {"campaign_id": ctx.campaign_id, "task_id": task.task_id}).to_pylist()
+    if rows:  # only the last committed step can have missing side effects; completing is idempotent
+        full = ctx.lake.query(sql("attempt_row"), {"attempt_id": rows[-1]["attempt_id"]}).to_pylist()[0]
+        trace_id = complete_attempt(ctx, task, full)
+        rows[-1] = {**rows[-1], "trace_item_id": trace_id}
+    outcomes = [outcome_from_row(row, row["trace_item_id"]) for row in rows]
+    return replay(task.task_id, outcomes, ctx.policy)
+
+
+def replay_refine_stats(ctx: AgentContext) -> rewards.RunningStats:
+    """The campaign's refining-reward normaliser, rebuilt from its committed attempts."""
+    stats = rewards.RunningStats()
+    for row in ctx.lake.query(sql("refine_rewards"), {"campaign_id": ctx.campaign_id}).to_pylist():
+        stats = stats.add(float(row["reward"]))
+    return stats
+
+
+def summarise(state: TaskState, stop_reason: str) -> TaskSummary:
+    best = next((p for p in state.start_points if p.item_id == state.best_item_id), None)
+    return TaskSummary(
+        task_id=state.task_id, attempts=state.iterations_done, feasible=bool(state.start_points),
+        first_feasible_iteration=state.first_feasible_iteration, best_ms=state.best_ms,
+        best_speedup=best.speedup if best else None, stop_reason=stop_reason,
+    )
+
+
+def run_task(ctx: AgentContext, task: TaskSpec, stats: rewards.RunningStats,
+             on_step: Callable[[StepOutcome], None] | None = None,
+             step: Callable[..., object] | None = None) -> tuple[TaskSummary, rewards.RunningStats]:
+    """Run (or resume) a task until its budget is spent. ``step`` lets the flow wrap run_step."""
+    step = step or run_step
+    settings = ctx.settings
+    state = resume_task(ctx, task)
+    while (reason := state.stop_reason(settings.budget, settings.max_tokens_per_task,
+                                       settings.max_seconds_per_task)) is None:
+        result = step(ctx, task, state, stats)
+        state, stats = state.after(result.outcome, ctx.policy), result.stats
+        if on_step:
+            on_step(result.outcome)
+    return summarise(state, reason), stats

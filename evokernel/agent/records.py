@@ -1,0 +1,71 @@
+"""Lake rows of one attempt: the attempt itself and the trace item derived from it.
+
+The attempt row is the commit marker of a step: everything else a step writes (value updates, the
+trace item) is derived from it and the step's recorded retrievals, so a resumed campaign can redo
+those side effects idempotently.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from evokernel.llm.base import Completion
+from kernelbench_npu.spec import TaskSpec
+from memory_lake import NewItem
+from verifier.result import Verdict
+
+
+@dataclass(frozen=True)
+class Scored:
+    reward: float
+    reward_normalized: float
+
+
+def attempt_row(*, attempt_id: str, campaign_id: str, task: TaskSpec, stage: int, iteration: int,
+                method: str, model: str, backend: str, start_point_item_id: str | None,
+                code: str | None, verdict: Verdict | None, feedback: str, completion: Completion,
+                scored: Scored, verify_seconds: float) -> dict:
+    gates = verdict.gates if verdict else ()
+    passed = {g.name: g.passed for g in gates}
+    latency = verdict.latency if verdict else None
+    return {
+        "attempt_id": attempt_id, "campaign_id": campaign_id, "task_id": task.task_id,
+        "level": task.level, "category": task.category, "stage": stage, "iteration": iteration,
+        "method": method, "model": model, "backend": backend,
+        "start_point_item_id": start_point_item_id,
+        "code_sha256": hashlib.sha256(code.encode()).hexdigest() if code else None,
+        "code": code,
+        "hack_passed": passed.get("hack", False), "compile_passed": passed.get("compile", False),
+        "correct": passed.get("correctness", False), "latency_passed": passed.get("latency", False),
+        "feasible": bool(verdict and verdict.feasible),
+        "failed_gate": verdict.failed_gate if verdict else "generation",
+        "gates_json": json.dumps([{"name": g.name, "passed": g.passed, "reason": g.reason,
+                                   "seconds": round(g.seconds, 4)} for g in gates]),
+        "feedback": feedback,
+        "candidate_ms": latency.candidate_ms if latency else None,
+        "reference_ms": latency.reference_ms if latency else None,
+        "speedup": latency.speedup if latency else None,
+        "ci_low": latency.ci_low if latency else None, "ci_high": latency.ci_high if latency else None,
+        "flagged": latency.flagged if latency else False,
+        "reward": scored.reward, "reward_normalized": scored.reward_normalized,
+        "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
+        "cost_usd": completion.cost_usd, "llm_seconds": completion.seconds,
+        "verify_seconds": verify_seconds,
+        "created_at": datetime.now(timezone.utc),
+    }
+
+
+def trace_item(item_id: str, row: dict, task: TaskSpec) -> NewItem:
+    """The trace item of an attempt that produced code: a kernel with its verdict."""
+    status = "feasible" if row["feasible"] else f"failed at {row['failed_gate']}"
+    speed = f", {row['candidate_ms']:.3f} ms, {row['speedup']:.2f}x vs reference" if row["candidate_ms"] else ""
+    return NewItem(
+        item_id=item_id, kind="trace", backend=row["backend"], task_id=row["task_id"],
+        category=row["category"], title=f"{task.name} ({row['task_id']}) iteration {row['iteration']}: {status}{speed}",
+        body=row["feedback"], code=row["code"], parent_item_id=row["start_point_item_id"],
+        feasible=row["feasible"], latency_ms=row["candidate_ms"], speedup=row["speedup"],
+        source_attempt_id=row["attempt_id"], campaign_id=row["campaign_id"],
+    )

@@ -1,0 +1,133 @@
+"""One iteration of a task: retrieve, prompt, generate, verify, reward, update, store.
+
+Order of writes (the crash-safety argument): retrievals are recorded when retrieved; the attempt
+row is then appended as the step's commit marker; value updates and the trace item are derived
+from it afterwards by :func:`complete_attempt`, which is idempotent. A campaign killed anywhere
+re-runs an uncommitted step under the same attempt id (reusing its recorded retrievals) and
+completes a committed step's missing side effects, so no attempt is duplicated or lost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from evokernel.agent import rewards
+from evokernel.agent.context import AgentContext, VerifierInfrastructureError, attempt_id_for, trace_item_id_for
+from evokernel.agent.records import Scored, attempt_row, trace_item
+from evokernel.agent.retrieval import ContextItem, children_of, choose_start_point, gather_context, sql
+from evokernel.agent.state import StartPoint, StepOutcome, TaskState
+from evokernel.llm.base import Completion, LLMRequest
+from evokernel.prompts import build_draft_prompt, build_refine_prompt, extract_code
+from kernelbench_npu.spec import TaskSpec
+from memory_lake import ValueUpdate
+from verifier.result import Verdict
+
+
+@dataclass(frozen=True)
+class StepResult:
+    outcome: StepOutcome
+    stats: rewards.RunningStats  # refining-reward statistics after this step
+
+
+def run_step(ctx: AgentContext, task: TaskSpec, state: TaskState, stats: rewards.RunningStats) -> StepResult:
+    iteration = state.iterations_done
+    attempt_id = attempt_id_for(ctx.campaign_id, task.task_id, iteration)
+    stage = state.stage(ctx.policy)
+    start = choose_start_point(ctx, state, attempt_id) if stage == 2 else None
+    context = gather_context(ctx, task, stage, start, attempt_id)
+    completion = ctx.generate(_request(ctx, task, stage, start, context, state))
+    extraction = extract_code(completion.text, ctx.fence_language, completion.finish_reason)
+    verdict, verify_seconds = _verify(ctx, task, extraction.code)
+    feedback = verdict.feedback if verdict else f"no usable kernel: {extraction.problem}"
+    scored, stats = _score(stage, verdict, state.best_ms, stats)
+    row = attempt_row(
+        attempt_id=attempt_id, campaign_id=ctx.campaign_id, task=task, stage=stage, iteration=iteration,
+        method=ctx.policy.name, model=ctx.model, backend=ctx.backend,
+        start_point_item_id=start.item_id if start else None, code=extraction.code, verdict=verdict,
+        feedback=feedback, completion=completion, scored=scored, verify_seconds=verify_seconds,
+    )
+    ctx.lake.append("attempts", [row])
+    trace_id = complete_attempt(ctx, task, row)
+    return StepResult(outcome_from_row(row, trace_id), stats)
+
+
+def _request(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPoint | None,
+             context: tuple[ContextItem, ...], state: TaskState) -> LLMRequest:
+    if stage == 1:
+        prompt = build_draft_prompt(task, ctx.scaffold, context, state.last_feedback)
+    else:
+        start_item = ContextItem(start.item_id, "trace", f"start point (iteration {start.iteration})", "",
+                                 start.code, 0.0)
+        prompt = build_refine_prompt(task, ctx.scaffold, start_item, children_of(ctx, start), context,
+                                     state.best_ms, state.last_feedback)
+    # call_index: the position of this call among the task's calls of its stage, so a scripted
+    # provider replays deterministically after a resume (drafts come first, then refinements).
+    first_refine = (state.first_feasible_iteration or 0) + 1
+    call_index = state.iterations_done if stage == 1 else state.iterations_done - first_refine
+    return LLMRequest(system=prompt.system, prompt=prompt.user, task_id=task.task_id,
+                      stage="draft" if stage == 1 else "refine",
+                      max_output_tokens=ctx.settings.llm_max_output_tokens,
+                      temperature=ctx.settings.llm_temperature, metadata={"call_index": call_index})
+
+
+def _verify(ctx: AgentContext, task: TaskSpec, code: str | None) -> tuple[Verdict | None, float]:
+    if code is None:
+        return None, 0.0
+    started = ctx.clock()
+    verdict = ctx.verify(task, code)
+    if verdict.infrastructure_error:
+        raise VerifierInfrastructureError(f"{task.task_id}: {verdict.infrastructure_error}")
+    return verdict, ctx.clock() - started
+
+
+def _score(stage: int, verdict: Verdict | None, best_ms: float | None,
+           stats: rewards.RunningStats) -> tuple[Scored, rewards.RunningStats]:
+    feasible = bool(verdict and verdict.feasible)
+    if stage == 1:
+        reward = rewards.draft_reward(feasible)
+        return Scored(reward, reward), stats
+    new_ms = verdict.latency.candidate_ms if verdict and verdict.latency else None
+    reward = rewards.refine_reward(feasible, best_ms, new_ms)
+    normalised, stats = rewards.normalise_refine_reward(stats, reward)
+    return Scored(reward, normalised), stats
+
+
+def complete_attempt(ctx: AgentContext, task: TaskSpec, row: dict) -> str | None:
+    """Idempotently write what a committed attempt implies: its trace item and its Q updates."""
+    trace_id = None
+    if row["code"]:
+        trace_id = trace_item_id_for(row["attempt_id"])
+        if not ctx.lake.query("SELECT 1 FROM items WHERE item_id = $id", {"id": trace_id}).num_rows:
+            ctx.lake.add_items([trace_item(trace_id, row, task)])
+    if ctx.policy.learns_values:
+        _apply_value_updates(ctx, row)
+    return trace_id
+
+
+def _apply_value_updates(ctx: AgentContext, row: dict) -> None:
+    """Q1 for every retrieved item (drafting); Q2 for the start point and retrieved items (refining)."""
+    stage, attempt_id = int(row["stage"]), row["attempt_id"]
+    done = {(r["item_id"], r["stage"]) for r in ctx.lake.query(sql("updates_for_attempt"),
+                                                               {"attempt_id": attempt_id}).to_pylist()}
+    retrieved = [r["item_id"] for r in ctx.lake.query(sql("retrieved_for_attempt"),
+                                                       {"attempt_id": attempt_id}).to_pylist()]
+    targets = retrieved + ([row["start_point_item_id"]] if stage == 2 and row["start_point_item_id"] else [])
+    updates = [
+        ValueUpdate(item_id=item_id, stage=stage, reward=row["reward_normalized"], alpha=ctx.settings.alpha,
+                    attempt_id=attempt_id, campaign_id=row["campaign_id"])
+        for item_id in dict.fromkeys(targets) if (item_id, stage) not in done
+    ]
+    if updates:
+        ctx.lake.update_values(updates)
+
+
+def outcome_from_row(row: dict, trace_item_id: str | None) -> StepOutcome:
+    return StepOutcome(
+        attempt_id=row["attempt_id"], task_id=row["task_id"], iteration=int(row["iteration"]),
+        stage=int(row["stage"]), feasible=bool(row["feasible"]), failed_gate=row["failed_gate"],
+        candidate_ms=row["candidate_ms"], speedup=row["speedup"], reward=row["reward"],
+        reward_normalized=row["reward_normalized"], feedback=row["feedback"] or "",
+        trace_item_id=trace_item_id, code=row["code"],
+        tokens=int(row.get("tokens") or (row.get("input_tokens") or 0) + (row.get("output_tokens") or 0)),
+        seconds=float(row.get("seconds") or (row.get("llm_seconds") or 0.0) + (row.get("verify_seconds") or 0.0)),
+    )

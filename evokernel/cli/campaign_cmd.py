@@ -1,0 +1,69 @@
+"""`evokernel campaign`: run (or resume) a synthesis campaign through the Prefect `campaign` flow,
+with a progress bar; prints a per-task summary and the campaign id."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from evokernel.cli.errors import fail
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("campaign")
+    def campaign(
+        build: Path = typer.Option(..., "--build", help="benchmark build directory (evokernel build)"),
+        lake: Path = typer.Option(..., "--lake", help="memory lake directory (created if missing)"),
+        llm: str = typer.Option(..., "--llm", help="openai:MODEL | anthropic:MODEL | openai-compatible:MODEL@URL | scripted:FILE"),
+        method: str = typer.Option("evokernel", "--method", help="evokernel | pass-at-k | refinement | heuristic"),
+        budget: int = typer.Option(30, "--budget", help="iterations per task, shared by drafting and refining"),
+        tasks: Optional[List[str]] = typer.Option(None, "--tasks", help="task ids (repeatable or comma-separated); default: all runnable"),
+        campaign_id: Optional[str] = typer.Option(None, "--campaign-id", help="resume this campaign, or name a new one"),
+        order: str = typer.Option("level", "--order", help="level (L1 before L2) | given"),
+        report: Optional[Path] = typer.Option(None, "--report", help="write the campaign's report here at the end"),
+        config_file: Optional[Path] = typer.Option(None, "--config", help="TOML settings file"),
+    ) -> None:
+        """Draft and refine kernels for the build's tasks, sharing one memory; resumable by id."""
+        task_ids = [t for item in tasks or [] for t in item.split(",") if t]
+        result = run_campaign_cli(build=build, lake=lake, llm=llm, method=method, budget=budget,
+                                  tasks=task_ids, campaign_id=campaign_id, order=order, report=report,
+                                  config_file=config_file, settings_overrides=None)
+        print_summary(result)
+
+
+def run_campaign_cli(**kwargs) -> dict:
+    """Run the campaign flow with a live progress bar; one-line errors for expected failures."""
+    from evokernel.cli.prefect_env import apply_prefect_defaults
+
+    apply_prefect_defaults()
+    from evokernel.agent.progress import listen
+    from evokernel.agent.runtime import CampaignError
+    from evokernel.cli.progress_bar import CampaignProgress
+    from evokernel.config import ConfigError
+    from evokernel.llm.errors import LLMError
+    from flows.campaign import campaign as campaign_flow
+    from kernelbench_npu.spec import BuildError
+
+    params = {k: (str(v) if isinstance(v, Path) else v) for k, v in kwargs.items()}
+    params["report_out"] = params.pop("report")
+    params["tasks"] = params["tasks"] or None
+    try:
+        with CampaignProgress() as bar, listen(bar.on_event):
+            return campaign_flow(**params)
+    except (CampaignError, ConfigError, BuildError, LLMError, ValueError) as exc:
+        fail(str(exc).splitlines()[0])
+    raise AssertionError("unreachable")
+
+
+def print_summary(result: dict) -> None:
+    typer.echo(f"\ncampaign {result['campaign_id']}")
+    typer.echo(f"{'task':34} {'attempts':>8} {'feasible':>8} {'first':>5} {'best ms':>10} {'speedup':>8}  stop")
+    for t in result["tasks"]:
+        best = f"{t['best_ms']:.3f}" if t["best_ms"] else "-"
+        speed = f"{t['best_speedup']:.2f}x" if t["best_speedup"] else "-"
+        first = "-" if t["first_feasible_iteration"] is None else str(t["first_feasible_iteration"])
+        typer.echo(f"{t['task_id']:34} {t['attempts']:>8} {str(t['feasible']):>8} {first:>5} {best:>10} {speed:>8}  {t['stop_reason']}")
+    if result.get("report"):
+        typer.echo(f"report: {result['report']}")
