@@ -95,10 +95,8 @@ class Session:
             gates.append(latency_gate_result)
             return gates, latency, self.extra
         except _Stop as stop:
-            if stop.gate.name == "hack":
+            if stop.gate.name == "hack":  # a runtime integrity violation replaces the static verdict
                 gates[0] = stop.gate
-                gates = [g for g in gates if g.name != "hack"]
-                gates.insert(0, stop.gate)
             else:
                 gates.append(stop.gate)
             return gates, None, self.extra
