@@ -39,10 +39,15 @@ def campaign_colors(campaign_ids) -> dict[str, str]:
     return {campaign: f"C{index % 10}" for index, campaign in enumerate(campaign_ids)}
 
 
-def _plain_ticks():
-    from matplotlib.ticker import FormatStrFormatter
+def _log_ticks():
+    """Plain-number labels on a log axis; minor ticks labelled only when the axis spans < ~1 decade."""
+    from matplotlib.ticker import LogFormatter
 
-    return FormatStrFormatter("%.2g")
+    class PlainLogFormatter(LogFormatter):
+        def _num_to_string(self, x, vmin, vmax):  # "0.6", "2", "40" rather than "6e-01"
+            return f"{x:g}"
+
+    return PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4))
 
 
 def _integer_ticks():
@@ -100,8 +105,8 @@ def speedup_distribution(speedups: pl.DataFrame, colors: dict[str, str]) -> Figu
                 ax.scatter([position] * len(values), values, s=12, alpha=0.6, zorder=3, color=colors.get(campaign))
             ax.set_xticks(range(1, len(kept) + 1), [c for c, _ in kept], rotation=20, fontsize=8)
         ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(_plain_ticks())
-        ax.yaxis.set_minor_formatter(_plain_ticks())
+        ax.yaxis.set_major_formatter(_log_ticks())
+        ax.yaxis.set_minor_formatter(_log_ticks())
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
         ax.set_title(title)
         ax.set_ylabel("speedup (log scale)")
