@@ -1,5 +1,5 @@
 """Verifier speed: seconds per candidate split by gate, cold and warm compile cache, on bundled
-level-1 tasks (kernelbench_npu/problems/level1: relu, leaky_relu, softmax, sizes divided by 16 as
+level-1 tasks (kernelbench_npu/problems/level1: relu, leaky_relu, softmax, sizes divided by 4 as
 a CPU size profile would), plus the compile time of the fast loader and an A/A run (reference
 against itself, same interleaved procedure as the latency gate) giving the speedup noise floor.
 
@@ -54,7 +54,7 @@ CASES = {  # bundled problem -> honest candidate
     "002_leaky_relu": LEAKY,
     "013_softmax": (FIXTURES / "honest_softmax_stable.py").read_text(),
 }
-SCALE = 16
+SCALE = 4
 
 
 def bundled_task(name: str) -> TaskSpec:
