@@ -3,6 +3,7 @@ with a progress bar; prints a per-task summary and the campaign id."""
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 from typing import List, Optional
 
@@ -51,7 +52,9 @@ def run_campaign_cli(**kwargs) -> dict:
     params["tasks"] = params["tasks"] or None
     try:
         with CampaignProgress() as bar, listen(bar.on_event):
-            return campaign_flow(**params)
+            result = campaign_flow(**params)
+        gc.collect()  # free the flow's DuckDB objects now, not during interpreter teardown
+        return result
     except (CampaignError, ConfigError, BuildError, LLMError, ValueError) as exc:
         fail(str(exc).splitlines()[0])
     raise AssertionError("unreachable")
