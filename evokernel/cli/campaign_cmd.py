@@ -42,11 +42,17 @@ def run_campaign_cli(**kwargs) -> dict:
     from evokernel.agent.progress import listen
     from evokernel.agent.runtime import CampaignError
     from evokernel.cli.progress_bar import CampaignProgress
-    from evokernel.config import ConfigError
+    from evokernel.config import ConfigError, load_settings
     from evokernel.llm.errors import LLMError
     from flows.campaign import campaign as campaign_flow
-    from kernelbench_npu.spec import BuildError
+    from kernelbench_npu.spec import BuildError, load_build
 
+    try:  # fail fast, before a Prefect server starts, on what can be checked up front
+        load_settings(kwargs["config_file"], build=kwargs["build"], lake=kwargs["lake"], llm=kwargs["llm"],
+                      method=kwargs["method"], budget=kwargs["budget"])
+        load_build(kwargs["build"])
+    except (ConfigError, BuildError) as exc:
+        fail(str(exc).splitlines()[0])
     params = {k: (str(v) if isinstance(v, Path) else v) for k, v in kwargs.items()}
     params["report_out"] = params.pop("report")
     params["tasks"] = params["tasks"] or None
