@@ -24,13 +24,13 @@ import shutil
 import tempfile
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
 from kernelbench_npu.lint import LintRequest, LintResult, lint_all
 from kernelbench_npu.manifest import manifest_table, write_manifest
-from kernelbench_npu.plan import BUILDER_VERSION, BuildPlan, PlannedTask, plan_build
+from kernelbench_npu.plan import ADAPT_TIMEOUT_S, BUILDER_VERSION, BuildPlan, PlannedTask, plan_build
 from kernelbench_npu.spec import LINT_OK, LINT_QUARANTINED
 from kernelbench_npu.validate import validate_manifest
 from kernelbench_npu.variants import tolerances, variant_for
@@ -70,11 +70,17 @@ class BuildSummary:
 def build_benchmark(backend: str, sources: Sequence[Path] = (), levels: Sequence[int] = (1, 2, 3),
                     out: Path = Path("runs/build-cpu"), progress: Progress | None = None, *,
                     include_bundled: bool = True, dtypes: Sequence[str] | None = None,
-                    workers: int | None = None) -> BuildSummary:
-    """Build the benchmark for ``backend`` into ``out`` (replacing a previous build there)."""
+                    workers: int | None = None, task_timeout_s: float | None = None) -> BuildSummary:
+    """Build the benchmark for ``backend`` into ``out`` (replacing a previous build there).
+
+    ``task_timeout_s`` overrides the variant's per-task limit for adapting and for linting one task."""
     started = time.perf_counter()
     say = progress or (lambda _msg: None)
-    plan = plan_build(variant_for(backend, tuple(dtypes) if dtypes else None), sources, levels, include_bundled)
+    variant = variant_for(backend, tuple(dtypes) if dtypes else None)
+    if task_timeout_s is not None:
+        variant = replace(variant, lint_task_timeout_s=float(task_timeout_s))
+    plan = plan_build(variant, sources, levels, include_bundled, *pool_shape(workers),
+                      timeout_s=min(ADAPT_TIMEOUT_S, variant.lint_task_timeout_s))
     say(f"planned {len(plan.tasks)} tasks for {backend} ({len(plan.load_errors)} files skipped), hash {plan.build_hash[:12]}")
     for error in plan.load_errors:
         say(f"skipped {error}")

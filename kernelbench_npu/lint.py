@@ -1,4 +1,4 @@
-"""Lint many tasks with a small pool of worker processes, each linting tasks one after another.
+"""Lint (and adapt) many tasks with a small pool of worker processes, each handling tasks one after another.
 
 Each worker pays torch's import once (1-3 s) instead of once per task. A task gets a wall-clock
 timeout; a worker that hangs or dies (segfault, OOM kill) is killed and replaced, and only the task
@@ -32,6 +32,9 @@ class LintRequest:
     dtype: str
     time_budget_ms: float
     path: str  # shown in tracebacks, e.g. "problems/L1/019_relu.py"
+    kind: str = "lint"  # "lint" | "adapt" (size profile + cost on the meta device, see kernelbench_npu.plan)
+    target_ms: float | None = None  # adapt: the size profile's target (None: keep the original sizes)
+    keep_below_ms: float | None = None
 
 
 @dataclass(frozen=True)
@@ -108,13 +111,14 @@ def _worker_env(threads: int) -> dict:
     return env
 
 
-def lint_all(requests: Sequence[LintRequest], task_timeout_s: float, workers: int = 2, threads: int = 1,
-             memory_bytes: int = 4 << 30, progress: Callable[[str], None] | None = None) -> dict[str, LintResult]:
-    """Lint every request; return one result per key (timeouts and crashes become quarantines)."""
+def run_requests(requests: Sequence[LintRequest], task_timeout_s: float, workers: int = 2, threads: int = 1,
+                 memory_bytes: int = 4 << 30, on_answer: Callable[[LintRequest, dict], None] | None = None) -> dict[str, dict]:
+    """Send every request to the pool; one answer dict per key. A hang, crash or failed start becomes
+    ``{"failure": reason}``; an exception inside the worker arrives as ``{"error": text}``."""
     todo: queue.Queue = queue.Queue()
     for request in requests:
         todo.put(request)
-    results: dict[str, LintResult] = {}
+    answers: dict[str, dict] = {}
     lock = threading.Lock()
 
     def run_slot() -> None:
@@ -127,13 +131,13 @@ def lint_all(requests: Sequence[LintRequest], task_timeout_s: float, workers: in
                     return
                 try:
                     worker = worker or _start(threads, memory_bytes)
-                    result, worker = _lint_one(worker, request, task_timeout_s)
+                    answer, worker = _ask(worker, request, task_timeout_s)
                 except RuntimeError as exc:
-                    result = _failed(request, str(exc))
+                    answer = {"failure": str(exc)}
                 with lock:
-                    results[request.key] = result
-                    if progress:
-                        progress(f"lint {request.key}: {result.status}" + (f" ({result.reason})" if result.reason else ""))
+                    answers[request.key] = answer
+                    if on_answer:
+                        on_answer(request, answer)
         finally:
             if worker is not None:
                 worker.kill()
@@ -143,7 +147,19 @@ def lint_all(requests: Sequence[LintRequest], task_timeout_s: float, workers: in
         slot.start()
     for slot in slots:
         slot.join()
-    return results
+    return answers
+
+
+def lint_all(requests: Sequence[LintRequest], task_timeout_s: float, workers: int = 2, threads: int = 1,
+             memory_bytes: int = 4 << 30, progress: Callable[[str], None] | None = None) -> dict[str, LintResult]:
+    """Lint every request; return one result per key (timeouts and crashes become quarantines)."""
+    def report(request: LintRequest, answer: dict) -> None:
+        if progress:
+            result = _result(request, answer)
+            progress(f"lint {request.key}: {result.status}" + (f" ({result.reason})" if result.reason else ""))
+
+    answers = run_requests(requests, task_timeout_s, workers, threads, memory_bytes, report)
+    return {r.key: _result(r, answers[r.key]) for r in requests}
 
 
 def _start(threads: int, memory_bytes: int) -> _Worker:
@@ -160,9 +176,9 @@ def _start(threads: int, memory_bytes: int) -> _Worker:
     return worker
 
 
-def _lint_one(worker: _Worker, request: LintRequest, timeout_s: float) -> tuple[LintResult, _Worker | None]:
-    """Lint one request; on a hang or crash, quarantine it and hand back None (a new worker is started lazily)."""
-    reason = f"lint timed out after {timeout_s:g} s (hang or far too slow)"
+def _ask(worker: _Worker, request: LintRequest, timeout_s: float) -> tuple[dict, _Worker | None]:
+    """One request; on a hang or crash the worker is killed and None handed back (restarted lazily)."""
+    reason = f"timed out after {timeout_s:g} s (hang or far too slow)"
     try:
         worker.send(request)
         answer = worker.read_line(timeout_s)
@@ -173,13 +189,15 @@ def _lint_one(worker: _Worker, request: LintRequest, timeout_s: float) -> tuple[
         except subprocess.TimeoutExpired:
             pass
     if answer is not None:
-        return _result(request, answer), worker
+        return answer, worker
     reason = worker.death_reason() or reason
     worker.kill()
-    return _failed(request, reason), None
+    return {"failure": reason}, None
 
 
 def _result(request: LintRequest, answer: dict) -> LintResult:
+    if "failure" in answer:
+        return _failed(request, answer["failure"] if "worker" in answer["failure"] else f"lint {answer['failure']}")
     if "error" in answer:
         return _failed(request, f"reference failed: {answer['error']}")
     return LintResult(request.key, answer["status"], answer["reason"], answer["reference_ms"], answer["atol"], answer["rtol"])

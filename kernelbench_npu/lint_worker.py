@@ -1,4 +1,4 @@
-"""The lint worker process: imports torch once, then lints many tasks sequentially.
+"""The lint worker process: imports torch once, then adapts or lints many tasks sequentially.
 
 Started by :mod:`kernelbench_npu.lint` as ``python -m kernelbench_npu.lint_worker FD THREADS MEM``.
 Requests arrive as JSON lines on stdin; each answer is one JSON line on file descriptor FD (never
@@ -26,10 +26,36 @@ def _limit_memory(extra_bytes: int) -> None:
         pass
 
 
+def _adapt(request: dict) -> dict:
+    """Check the file on the meta device, then fit it to the size profile (or just cost it)."""
+    from dataclasses import asdict
+    from pathlib import Path
+
+    from kernelbench_npu.loader import ProblemError, check_runtime
+    from kernelbench_npu.sizing import CostError, estimate_cost, fit_to_target, size_constants
+
+    source, path, dtype = request["source"], request["path"], request["dtype"]
+    try:
+        check_runtime(Path(path), source)
+    except ProblemError as exc:
+        return {"load_error": str(exc)}
+    try:
+        if request["target_ms"] is None:
+            cost, constants, note = estimate_cost(source, dtype, path), size_constants(source), "original sizes"
+        else:
+            fitted = fit_to_target(source, request["target_ms"], request["keep_below_ms"], dtype, path)
+            cost, constants, note, source = fitted.cost, fitted.constants, fitted.note, fitted.source
+    except CostError as exc:
+        return {"cost_error": str(exc)}
+    return {"source": source, "constants": constants, "note": note, "cost": asdict(cost)}
+
+
 def _answer(key: str, request: dict) -> dict:
     from kernelbench_npu.lint_checks import lint_source
 
     try:
+        if request.get("kind") == "adapt":
+            return {"key": key, **_adapt(request)}
         outcome = lint_source(request["source"], request["dtype"], request["time_budget_ms"], request["path"])
         return {"key": key, **outcome.as_dict()}
     except MemoryError:

@@ -50,8 +50,11 @@ class LoadReport:
     errors: tuple[str, ...]
 
 
-def load_problem(path: str | Path, level: int | None = None, id_prefix: str = "") -> Problem:
-    """Load and check one problem file; raise :class:`ProblemError` (one line, naming the file)."""
+def load_problem(path: str | Path, level: int | None = None, id_prefix: str = "", run: bool = True) -> Problem:
+    """Load and check one problem file; raise :class:`ProblemError` (one line, naming the file).
+
+    ``run=False`` skips executing the file (the builder runs that check in a worker process, where a
+    hanging file cannot stall it)."""
     path = Path(path)
     try:
         source = path.read_text(encoding="utf-8")
@@ -60,7 +63,8 @@ def load_problem(path: str | Path, level: int | None = None, id_prefix: str = ""
     tree = _parse(path, source)
     level = level if level is not None else _infer_level(path, tree)
     category = _category_tag(path, tree) or infer_category(path.stem, level)
-    check_runtime(path, source)
+    if run:
+        check_runtime(path, source)
     return Problem(
         path=path, task_id=f"{id_prefix}L{level}/{path.stem}", level=level, name=path.stem,
         category=category, source=source, source_sha256=hashlib.sha256(source.encode()).hexdigest(),

@@ -12,7 +12,7 @@ from pathlib import Path
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from kernelbench_npu.build import BuildSummary, lint_plan, publish_build
+from kernelbench_npu.build import BuildSummary, lint_plan, pool_shape, publish_build
 from kernelbench_npu.lint import LintResult
 from kernelbench_npu.plan import BuildPlan, build_hash, plan_build, source_dirs
 from kernelbench_npu.variants import variant_for
@@ -38,7 +38,7 @@ def lint_cache_key(_context, parameters: dict) -> str:
 def plan_benchmark(backend: str, sources: list[str], levels: list[int], include_bundled: bool = True,
                    dtypes: list[str] | None = None) -> BuildPlan:
     variant = variant_for(backend, dtypes)
-    return plan_build(variant, [Path(s) for s in sources], levels, include_bundled)
+    return plan_build(variant, [Path(s) for s in sources], levels, include_bundled, *pool_shape())
 
 
 @task(name="lint-build", cache_key_fn=lint_cache_key, **_CACHED)

@@ -1,0 +1,128 @@
+"""Whole builds: the bundled cpu build, a KernelBench checkout, determinism, validation, atomic publish."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import bench_fixtures as fx
+from kernelbench_npu.build import build_benchmark, publish_build
+from kernelbench_npu.lint import LintResult
+from kernelbench_npu.manifest import manifest_table, write_manifest
+from kernelbench_npu.plan import plan_build
+from kernelbench_npu.spec import _REQUIRED, load_build
+from kernelbench_npu.validate import ManifestValidationError, validate_manifest
+from kernelbench_npu.variants import variant_for
+
+
+@pytest.fixture(scope="module")
+def bundled_cpu(tmp_path_factory):
+    """The demo's build: every bundled problem, cpu variant (~40 s on 2 busy cores)."""
+    out = tmp_path_factory.mktemp("bundled") / "build-cpu"
+    return build_benchmark("cpu", out=out), out
+
+
+def test_bundled_cpu_build_passes_lint_everywhere_and_loads_as_taskspecs(bundled_cpu):
+    summary, out = bundled_cpu
+    assert summary.quarantined == 0 and summary.ok >= 40
+    build = load_build(out)
+    assert build.build_hash == summary.build_hash and build.backend == "cpu"
+    assert len(build.runnable()) == summary.ok
+    relu = build.task("L1/001_relu")
+    assert relu.category == "activation" and relu.dtype == "float32" and relu.quarantined is False
+    assert json.loads(relu.original_shapes)["batch_size"] > json.loads(relu.adapted_shapes)["batch_size"]
+    assert "batch_size =" in relu.source and relu.reference_ms > 0
+    for spec in build.tasks:
+        assert spec.reference_ms < variant_for("cpu").lint_time_budget_ms
+
+
+def test_manifest_has_every_required_column_and_build_json_the_counts(bundled_cpu):
+    summary, out = bundled_cpu
+    table = pq.read_table(out / "manifest.parquet")
+    assert set(_REQUIRED) <= set(table.column_names)
+    meta = json.loads((out / "build.json").read_text())
+    assert meta["build_hash"] == summary.build_hash
+    assert {int(k): v["ok"] for k, v in meta["counts"].items()} == {c.level: c.ok for c in summary.counts}
+
+
+def test_kernelbench_checkout_build_quarantines_degenerate_and_skips_broken(tmp_path):
+    root = fx.write_checkout(tmp_path / "src", {
+        "level1/19_ReLU.py": fx.GOOD_RELU, "level1/20_Const.py": fx.CONSTANT, "level1/21_Hang.py": fx.HANGS,
+        "level1/22_Broken.py": "def oops(:\n", "level2/1_Gemm_Tiny.py": fx.TINY, "level4/1_Skipped.py": fx.GOOD_RELU,
+    })
+    summary = build_benchmark("cpu", sources=[root], out=tmp_path / "b", include_bundled=False, task_timeout_s=8)
+    build = load_build(tmp_path / "b")
+    status = {t.task_id: (t.lint_status, t.lint_reason) for t in build.tasks}
+    assert set(status) == {"KB-L1/19_ReLU", "KB-L1/20_Const", "KB-L1/21_Hang", "KB-L2/1_Gemm_Tiny"}
+    assert status["KB-L1/19_ReLU"] == ("ok", None)
+    assert "constant" in status["KB-L1/20_Const"][1] and "all-zero" in status["KB-L2/1_Gemm_Tiny"][1]
+    assert "timed out after 8 s" in status["KB-L1/21_Hang"][1]
+    assert summary.load_errors == (f"{root}/KernelBench/level1/22_Broken.py: syntax error at line 1: invalid syntax",) \
+        or "22_Broken.py: syntax error" in summary.load_errors[0]
+    assert [(c.level, c.ok, c.quarantined) for c in summary.counts] == [(1, 1, 2), (2, 0, 1)]
+
+
+def test_same_inputs_same_hash_and_identical_files(tmp_path):
+    first = build_benchmark("cpu", levels=(3,), out=tmp_path / "one")
+    second = build_benchmark("cpu", levels=(3,), out=tmp_path / "two")
+    assert first.build_hash == second.build_hash
+    one, two = tmp_path / "one", tmp_path / "two"
+    files = sorted(p.relative_to(one) for p in one.rglob("*") if p.is_file())
+    assert files == sorted(p.relative_to(two) for p in two.rglob("*") if p.is_file())
+    for rel in files:
+        if rel.name != "manifest.parquet":
+            assert (one / rel).read_bytes() == (two / rel).read_bytes(), rel
+    masked = [pq.read_table(d / "manifest.parquet").drop(["reference_ms"]) for d in (one, two)]
+    assert masked[0].equals(masked[1])
+    # the measured column is the only difference: with it copied over, the Parquet bytes match too
+    t1, t2 = (pq.read_table(d / "manifest.parquet") for d in (one, two))
+    same_timing = t2.set_column(t2.schema.get_field_index("reference_ms"), "reference_ms", t1["reference_ms"])
+    write_manifest(same_timing, tmp_path / "rewritten.parquet")
+    assert (tmp_path / "rewritten.parquet").read_bytes() == (one / "manifest.parquet").read_bytes()
+    # a different variant or level set is a different build
+    assert build_benchmark("cpu", levels=(3,), out=tmp_path / "three", dtypes=["fp16"]).build_hash != first.build_hash
+
+
+def _rows():
+    base = {"task_id": "L1/001_x", "level": 1, "category": "activation", "name": "001_x", "source_sha256": "a" * 64,
+            "variant": "cpu", "dtype": "float32", "original_shapes": "{}", "adapted_shapes": "{}", "atol": 1e-5,
+            "rtol": 1e-4, "lint_status": "ok", "lint_reason": None, "reference_ms": 1.0, "problem_file": "L1/001_x.py"}
+    return [base, {**base, "task_id": "L1/002_y", "name": "002_y", "problem_file": "L1/002_y.py"}]
+
+
+@pytest.mark.parametrize("change, expectation", [
+    ({"task_id": "L1/001_x"}, "expect_column_values_to_be_unique"),
+    ({"atol": 0.5}, "expect_column_values_to_be_between"),
+    ({"lint_status": "quarantined"}, "expect_column_pair_values_to_be_equal"),  # no reason given
+    ({"lint_status": "maybe"}, "expect_column_values_to_be_in_set"),
+    ({"category": None}, "expect_column_values_to_not_be_null"),
+])
+def test_validation_names_the_failed_expectation(change, expectation):
+    rows = _rows()
+    rows[1].update(change)
+    with pytest.raises(ManifestValidationError, match=expectation):
+        validate_manifest(manifest_table(rows))
+
+
+def test_a_failed_validation_publishes_nothing(tmp_path):
+    plan = plan_build(variant_for("cpu"), [fx.write_checkout(tmp_path / "src", {"level1/1_A.py": fx.GOOD_RELU})],
+                      levels=(1,), include_bundled=False)
+    out = tmp_path / "out"
+    broken = {"KB-L1/1_A": LintResult("KB-L1/1_A", "ok", None, 1.0, atol=0.5, rtol=1e-4)}  # atol out of range
+    with pytest.raises(ManifestValidationError, match="atol"):
+        publish_build(plan, broken, out)
+    assert not out.exists() and [p.name for p in tmp_path.iterdir()] == ["src"]
+
+
+def test_rebuild_replaces_the_previous_build_atomically(tmp_path):
+    src = fx.write_checkout(tmp_path / "src", {"level1/1_A.py": fx.GOOD_RELU})
+    out = tmp_path / "out"
+    first = build_benchmark("cpu", sources=[src], out=out, include_bundled=False)
+    (src / "KernelBench" / "level1" / "2_B.py").write_text(fx.GOOD_MATMUL)
+    second = build_benchmark("cpu", sources=[src], out=out, include_bundled=False)
+    assert first.build_hash != second.build_hash
+    assert [t.task_id for t in load_build(out).tasks] == ["KB-L1/1_A", "KB-L1/2_B"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "src"]
