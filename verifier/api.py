@@ -20,6 +20,7 @@ from pathlib import Path
 from kernelbench_npu.spec import TaskSpec
 from verifier.backends import get_backend
 from verifier.feedback import format_feedback
+from verifier.gate_plan import plan_gates
 from verifier.gates.hack import static_gate
 from verifier.result import GateResult, Verdict
 from verifier.seeds import derive_seed, new_master_seed
@@ -36,10 +37,11 @@ def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
         availability = backend_impl.availability()
     except Exception as exc:  # unknown backend, import failure of an optional backend
         return _finish(Verdict(task.task_id, backend, code_sha, (), infrastructure_error=f"backend {backend!r}: {exc}"))
-    if not availability.available:
+    plan = plan_gates(availability)
+    if not plan.substantive:  # nothing beyond the static checks could run: say why, never a verdict
         return _finish(Verdict(task.task_id, backend, code_sha, (),
                                infrastructure_error=f"backend {backend} unavailable: {availability.reason}"))
-    hack = static_gate(candidate_source, task.dtype, settings.disabled_checks)
+    hack = static_gate(candidate_source, task.dtype, settings.disabled_checks, backend_impl.static_imports)
     if not hack.passed:
         return _finish(Verdict(task.task_id, backend, code_sha, (hack,)))
     start = time.perf_counter()
@@ -51,7 +53,8 @@ def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
     workdir = Path(tempfile.mkdtemp(prefix="evokernel-verify-"))
     session = Session(task, candidate_source, backend, settings, workdir,
                       init_seed=derive_seed(seed, "init"), input_seed=derive_seed(seed, "inputs"),
-                      nonces=(secrets.token_hex(16), secrets.token_hex(16)))
+                      nonces=(secrets.token_hex(16), secrets.token_hex(16)), plan=plan,
+                      task_source=backend_impl.correctness_task_source(task.source))
     try:
         gates, latency, extra = session.run(hack)
         verdict = Verdict(task.task_id, backend, code_sha, tuple(gates), latency, extra={**extra, "seed": seed})

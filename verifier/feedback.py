@@ -3,6 +3,7 @@ detail, or for a passing candidate the latency, speedup and confidence interval.
 
 from __future__ import annotations
 
+from verifier.gate_plan import is_unavailable
 from verifier.result import Verdict
 
 MAX_DETAIL_LINES = 20
@@ -25,6 +26,11 @@ def format_feedback(verdict: Verdict) -> str:
             if len(detail) > MAX_DETAIL_LINES:
                 lines.append(f"  ... ({len(detail) - MAX_DETAIL_LINES} more lines)")
         lines.insert(0, f"RESULT: failed at the {failed} gate")
+        missing = [g.name for g in verdict.gates if is_unavailable(g)]
+        if missing:
+            ran = [g.name for g in verdict.gates if not is_unavailable(g)]
+            lines.append(f"note: this verifier cannot run {', '.join(missing)} (missing hardware or toolchain); "
+                         f"the results of {', '.join(ran)} above are real")
     elif verdict.latency:
         lat = verdict.latency
         lines.insert(0, "RESULT: passed all gates")

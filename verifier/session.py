@@ -1,6 +1,10 @@
 """One verification after the static checks: drives the sandbox child and the reference worker
 through the compile, correctness and latency phases and turns their reports into gate results.
 
+Which phases run comes from the :class:`~verifier.gate_plan.GatePlan`: a gate the backend cannot
+run here is appended as "<gate> unavailable here: ..." (failed) and the phases after it that can
+run still do; the reference worker starts only when correctness runs.
+
 Phase deadlines: compile gets ``compile_timeout_s`` (plus interpreter start-up), everything after
 shares ``timeout_s``. A child that dies or stops answering fails the gate of the phase it was in
 with its exit reason; a reference worker that fails is an infrastructure error.
@@ -13,6 +17,7 @@ import time
 from pathlib import Path
 
 from kernelbench_npu.spec import TaskSpec
+from verifier.gate_plan import GatePlan
 from verifier.gates import compile as compile_gate_mod
 from verifier.gates.correctness import SKIPPED, Tolerance, TrialOutputs, compare_trial, correctness_gate
 from verifier.gates.hack import runtime_failure
@@ -38,13 +43,15 @@ class _Stop(Exception):
 
 class Session:
     def __init__(self, task: TaskSpec, candidate_source: str, backend: str, settings: VerifySettings,
-                 workdir: Path, init_seed: int, input_seed: int, nonces: tuple[str, str]) -> None:
+                 workdir: Path, init_seed: int, input_seed: int, nonces: tuple[str, str],
+                 plan: GatePlan | None = None, task_source: str | None = None) -> None:
         self.task, self.settings, self.workdir = task, settings, workdir
-        common = {"task_source": task.source, "init_seed": init_seed, "input_seed": input_seed,
+        self.plan = plan or GatePlan(frozenset(("hack", "compile", "correctness", "latency")))
+        common = {"task_source": task.source if task_source is None else task_source, "init_seed": init_seed, "input_seed": input_seed,
                   "correctness_trials": settings.correctness_trials, "threads": settings.threads}
         self.ref_cfg = {**common, "nonce": nonces[0]}
         self.child_cfg = {**common, "nonce": nonces[1], "candidate_source": candidate_source, "backend": backend,
-                          "cache_dir": str(settings.cache_dir), "atol": task.atol, "rtol": task.rtol,
+                          "gates": sorted(self.plan.runnable), "cache_dir": str(settings.cache_dir), "atol": task.atol, "rtol": task.rtol,
                           **{k: getattr(settings, k) for k in (
                               "compile_timeout_s", "timeout_s", "latency_rounds", "calls_per_round",
                               "warmup_calls", "memory_limit_mb", "file_size_limit_mb")}}
@@ -59,10 +66,12 @@ class Session:
     def start(self) -> None:
         self.settings.cache_dir.mkdir(parents=True, exist_ok=True)
         threads = self.settings.threads
-        self.ref = SandboxProcess("verifier.reference_worker", self.ref_cfg, self.workdir / "reference", threads)
+        if self.plan.runs("correctness"):
+            self.ref = SandboxProcess("verifier.reference_worker", self.ref_cfg, self.workdir / "reference", threads)
         self.child = SandboxProcess("verifier.sandbox.child", self.child_cfg, self.workdir / "child", threads)
-        self.ref_thread = threading.Thread(target=self._collect_references, daemon=True)
-        self.ref_thread.start()
+        if self.ref is not None:
+            self.ref_thread = threading.Thread(target=self._collect_references, daemon=True)
+            self.ref_thread.start()
 
     def _collect_references(self) -> None:
         deadline = deadline_in(STARTUP_S + self.settings.timeout_s + self.settings.compile_timeout_s)
@@ -89,8 +98,14 @@ class Session:
         gates: list[GateResult] = [hack]
         try:
             gates.append(self._compile_phase())
+            if not self.plan.runs("correctness"):
+                gates += [self.plan.unavailable("correctness"), self.plan.unavailable("latency")]
+                return gates, None, self.extra
             runtime_deadline = deadline_in(self.settings.timeout_s)
             gates.append(self._correctness_phase(runtime_deadline))
+            if not self.plan.runs("latency"):
+                self.child.send({"kind": "stop"})
+                return gates + [self.plan.unavailable("latency")], None, self.extra
             latency_gate_result, latency = self._latency_phase(runtime_deadline)
             gates.append(latency_gate_result)
             return gates, latency, self.extra
@@ -142,12 +157,16 @@ class Session:
         self.extra["compile_s"] = float(report.header.get("seconds", 0.0))
         if not report.header.get("ok"):
             raise _Stop(compile_gate_mod.compile_gate(report.header, None, time.perf_counter() - start))
+        if not self.plan.runs("correctness"):  # the child stops after compiling: nothing to load here
+            return compile_gate_mod.compile_gate(report.header, None, time.perf_counter() - start)
         load = self._read(deadline_in(self.settings.timeout_s), "compile", "import and construction of ModelNew", start)
         gate = compile_gate_mod.compile_gate(report.header, load.header, time.perf_counter() - start)
         self.extra["seccomp"] = bool(load.header.get("seccomp"))
+        if load.header.get("seccomp_off_reason"):
+            self.extra["seccomp_off_reason"] = str(load.header["seccomp_off_reason"])
         if not gate.passed:
             raise _Stop(gate)
-        return gate
+        return gate if self.plan.runs("compile") else self.plan.unavailable("compile")
 
     def _correctness_phase(self, deadline: float) -> GateResult:
         start = time.perf_counter()

@@ -96,4 +96,4 @@ def test_availability_lists_what_each_gate_can_do_here():
         assert availability.available
         return
     assert availability.line().endswith(
-        "compile yes (triton %s, AOT for sm_90), correctness yes (interpreter), latency no (no GPU)" % triton_version())
+        "compile yes (triton %s, AOT for sm_90), correctness yes (interpreter, small shapes), latency no (no GPU)" % triton_version())

@@ -60,6 +60,7 @@ class CompileOutcome:
 class Backend(ABC):
     name: ClassVar[str]
     fence_language: ClassVar[str] = "python"  # code-fence language the LLM must answer with
+    static_imports: ClassVar[frozenset[str]] = frozenset()  # kernel-language modules the hack gate allows
 
     @abstractmethod
     def availability(self) -> Availability:
@@ -90,6 +91,21 @@ class Backend(ABC):
         """Native (C/C++/CUDA/Ascend C) files embedded in the candidate, {label: text}, read statically,
         for the hack gate's token checks. Default: none (cuda and ascendc override it)."""
         return {}
+
+    def correctness_task_source(self, task_source: str) -> str:
+        """The task source the correctness trials (reference and candidate alike) run on here.
+        Default: the task as built; the triton backend shrinks it for its interpreter."""
+        return task_source
+
+    def before_sandbox(self) -> None:
+        """Child side, after compile and before the seccomp filter and the integrity snapshot:
+        process setup that load needs (environment flags), so it is not seen as the candidate's."""
+
+    def exec_after_load(self) -> str:
+        """Sandbox policy: non-empty (the reason) when this backend must start processes after the
+        candidate is loaded, so the child skips the no-exec seccomp filter and the verdict says so.
+        Default "" (filter on); only triton on a GPU (JIT compiles at first launch) overrides it."""
+        return ""
 
     def device(self) -> str:
         return "cpu"

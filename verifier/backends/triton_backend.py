@@ -4,7 +4,17 @@ With a GPU: kernels compile and run for real, timed with CUDA events after an L2
 one: the compile gate compiles every kernel ahead of time for a GPU target (sm_90 unless
 ``TORCH_CUDA_ARCH_LIST`` says otherwise; Triton's bundled ptxas makes real cubins), and
 correctness runs the kernels in the Triton interpreter (``TRITON_INTERPRET=1``) on CPU tensors;
-latency is not measured (the interpreter's speed says nothing about the GPU's).
+latency is not measured (the interpreter's speed says nothing about the GPU's). The interpreter
+runs the task on small shapes (see :mod:`verifier.backends.small_shapes`), reference and candidate
+alike.
+
+Sandbox policy: on a GPU, Triton JIT-compiles each kernel at its first launch and runs ptxas as a
+subprocess, which the child's no-exec seccomp filter would kill (SIGSYS). The launch signature
+(pointer alignment, ints equal to 1) is only known at the call, so no compile before the filter can
+stand in for it; ``exec_after_load`` therefore asks the child to skip the filter for triton on a
+GPU (the verdict's ``extra["seccomp_off_reason"]`` says so; the static hack gate still forbids
+subprocess, os and sockets in the candidate, and the rlimits, process group and timeout stay).
+Without a GPU the interpreter needs no exec and the filter stays on.
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from verifier.backends.cuda import target_arch
 from verifier.backends.gpu_timing import cuda_event_timer, gpu_present
 from verifier.backends.pymodule import import_candidate, model_new_class
 from verifier.backends.scaffolds import read_scaffold
+from verifier.backends.small_shapes import shrink_task_source
 from verifier.backends.toolrun import trim_diagnostics
 
 INSTALL_HINT = "pip install 'evokernel[triton]'"
@@ -79,8 +90,31 @@ def _set_interpreter(enabled: bool) -> None:
     os.environ["TRITON_INTERPRET"] = "1" if enabled else "0"
 
 
+def _count_launches() -> None:
+    """Count every Triton kernel launch (compiled or interpreted) as a native call, for the runtime
+    integrity check "forward made no native call". Installed before the integrity snapshot."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    from verifier import cpu_native
+
+    for cls in (JITFunction, InterpretedFunction):
+        run = cls.run
+        if getattr(run, "_evokernel_counted", False):
+            continue
+
+        def counted(self, *args, _run=run, **kwargs):
+            if not kwargs.get("warmup"):
+                cpu_native.CALLS[0] += 1
+            return _run(self, *args, **kwargs)
+
+        counted._evokernel_counted = True
+        cls.run = counted
+
+
 class TritonBackend(Backend):
     name = "triton"
+    static_imports = frozenset({"triton", "triton.language"})
 
     def availability(self) -> Availability:
         version = triton_version()
@@ -91,7 +125,7 @@ class TritonBackend(Backend):
         arch = target_arch()
         compile_note = f"triton {version}, " + (f"JIT for {arch}" if present else f"AOT for {arch}")
         gates = (GateCapability("compile", present or _bundled_ptxas(), compile_note),
-                 GateCapability("correctness", True, f"GPU {gpu}" if present else "interpreter"),
+                 GateCapability("correctness", True, f"GPU {gpu}" if present else "interpreter, small shapes"),
                  GateCapability("latency", present, "CUDA events" if present else "no GPU"))
         if not present:
             return Availability(self.name, False, gpu, gates)
@@ -148,6 +182,16 @@ class TritonBackend(Backend):
         present, _ = gpu_present()
         _set_interpreter(not present)
         return model_new_class(import_candidate(candidate_source, build_dir, "triton"), self.name)
+
+    def correctness_task_source(self, task_source: str) -> str:
+        return task_source if gpu_present()[0] else shrink_task_source(task_source)
+
+    def before_sandbox(self) -> None:
+        _set_interpreter(not gpu_present()[0])
+        _count_launches()
+
+    def exec_after_load(self) -> str:
+        return "triton JIT-compiles kernels with ptxas at first launch" if gpu_present()[0] else ""
 
     def device(self) -> str:
         return "cuda" if gpu_present()[0] else "cpu"

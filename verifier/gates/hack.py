@@ -14,8 +14,10 @@ from verifier.result import GateResult
 MAX_LISTED = 5
 
 
-def static_findings(candidate_source: str, task_dtype: str, disabled: tuple[str, ...] = ()) -> list[Finding]:
-    findings = run_python_checks(candidate_source, task_dtype, disabled)
+def static_findings(candidate_source: str, task_dtype: str, disabled: tuple[str, ...] = (),
+                    extra_imports: frozenset[str] = frozenset()) -> list[Finding]:
+    """extra_imports: the backend's kernel-language modules (Backend.static_imports), e.g. triton."""
+    findings = run_python_checks(candidate_source, task_dtype, disabled, extra_imports)
     try:
         sources = extract(candidate_source)
     except (SyntaxError, SourceExtractionError):
@@ -25,9 +27,10 @@ def static_findings(candidate_source: str, task_dtype: str, disabled: tuple[str,
     return findings
 
 
-def static_gate(candidate_source: str, task_dtype: str, disabled: tuple[str, ...] = ()) -> GateResult:
+def static_gate(candidate_source: str, task_dtype: str, disabled: tuple[str, ...] = (),
+                extra_imports: frozenset[str] = frozenset()) -> GateResult:
     start = time.perf_counter()
-    findings = static_findings(candidate_source, task_dtype, disabled)
+    findings = static_findings(candidate_source, task_dtype, disabled, extra_imports)
     seconds = time.perf_counter() - start
     if not findings:
         return GateResult("hack", True, "", seconds)

@@ -71,10 +71,13 @@ class PyContext:
     task_dtype: str = "float32"
     torch_aliases: dict[str, str] = field(default_factory=dict)  # local name -> dotted module
     native_receivers: set[str] = field(default_factory=set)  # names/self attrs bound to loader results
+    extra_imports: frozenset[str] = frozenset()  # the backend's kernel language (triton), see Backend
+    kernels: set[int] = field(default_factory=set)  # ids of kernel-language function defs (@triton.jit)
 
     @classmethod
-    def build(cls, source: str, task_dtype: str = "float32") -> "PyContext":
-        ctx = cls(ast.parse(source), task_dtype)
+    def build(cls, source: str, task_dtype: str = "float32", extra_imports: frozenset[str] = frozenset()) -> "PyContext":
+        ctx = cls(ast.parse(source), task_dtype, extra_imports=frozenset(extra_imports))
+        ctx.kernels = _kernel_defs(ctx.tree, ctx.extra_imports)
         for node in ast.walk(ctx.tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
@@ -113,11 +116,26 @@ def dotted(node: ast.expr) -> str:
     return ".".join(reversed(parts))
 
 
-def _functions_outside_init(tree: ast.Module) -> Iterator[ast.AST]:
-    """Function bodies that run per call: every def except __init__ (and module-level code)."""
+def _functions_outside_init(tree: ast.Module, kernels: set[int] = frozenset()) -> Iterator[ast.AST]:
+    """Function bodies that run per call: every def except __init__ (and module-level code), less
+    the given kernel-language defs (their tl.* calls compile to the kernel, not to torch)."""
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and getattr(node, "name", "") != "__init__":
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and getattr(node, "name", "") != "__init__" \
+                and id(node) not in kernels:
             yield node
+
+
+def _kernel_defs(tree: ast.Module, extra_imports: frozenset[str]) -> set[int]:
+    """Top-level defs decorated from an allowed kernel-language module (@triton.jit, @triton.autotune)."""
+    roots = {name.split(".")[0] for name in extra_imports}
+    aliases = {a.asname or a.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import)
+               for a in node.names if a.name.split(".")[0] in roots}
+    found = set()
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.decorator_list and all(
+                dotted(d.func if isinstance(d, ast.Call) else d).split(".")[0] in aliases for d in node.decorator_list):
+            found.add(id(node))
+    return found
 
 
 Check = Callable[[PyContext], Iterator[Finding]]
@@ -138,10 +156,12 @@ def _imports(ctx: PyContext) -> Iterator[Finding]:
     for node in ast.walk(ctx.tree):
         if isinstance(node, ast.Import):
             for a in node.names:
-                if a.name not in ALLOWED_IMPORTS:
+                if a.name not in ALLOWED_IMPORTS and a.name not in ctx.extra_imports:
                     yield Finding("imports", f"import of {a.name!r} is not allowed", node.lineno)
         elif isinstance(node, ast.ImportFrom):
             module = node.module or ""
+            if module in ctx.extra_imports and not node.level:
+                continue
             if node.level or module not in ALLOWED_IMPORTS:
                 yield Finding("imports", f"import from {module or '.'!r} is not allowed", node.lineno)
             elif module in ALLOWED_FROM_NAMES:
@@ -235,7 +255,7 @@ def _rng(ctx: PyContext) -> Iterator[Finding]:
 @check("torch_compute_in_forward")
 def _torch_compute(ctx: PyContext) -> Iterator[Finding]:
     # A1/A3: forward calls torch/F compute ops, nn modules, or compute tensor methods.
-    for fn in _functions_outside_init(ctx.tree):
+    for fn in _functions_outside_init(ctx.tree, ctx.kernels):
         for node in ast.walk(fn):
             if not isinstance(node, ast.Call):
                 continue
@@ -278,9 +298,10 @@ def _nn_called(ctx: PyContext) -> Iterator[Finding]:
                 yield Finding("nn_module_called", f"{dotted(node.func)}(...) calls a torch module in forward", node.lineno)
 
 
-def run_python_checks(source: str, task_dtype: str = "float32", disabled: tuple[str, ...] = ()) -> list[Finding]:
+def run_python_checks(source: str, task_dtype: str = "float32", disabled: tuple[str, ...] = (),
+                      extra_imports: frozenset[str] = frozenset()) -> list[Finding]:
     try:
-        ctx = PyContext.build(source, task_dtype)
+        ctx = PyContext.build(source, task_dtype, extra_imports)
     except SyntaxError:
         return []  # the compile gate reports syntax errors with their location
     findings = []

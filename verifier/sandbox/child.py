@@ -47,12 +47,18 @@ class Child:
         torch.set_num_interop_threads(1)
         from verifier.backends import get_backend
 
+        from verifier.backends.base import CompileOutcome
+
         backend = get_backend(self.cfg["backend"])
         build_dir = Path(self.cfg["cache_dir"])
-        outcome = backend.compile(self.cfg["candidate_source"], build_dir, self.cfg["compile_timeout_s"])
+        gates = set(self.cfg.get("gates", ("compile", "correctness")))  # the parent's gate plan
+        if "compile" in gates:
+            outcome = backend.compile(self.cfg["candidate_source"], build_dir, self.cfg["compile_timeout_s"])
+        else:  # no compiler here: the parent reports the gate as unavailable, correctness still runs
+            outcome = CompileOutcome(True, "", 0.0)
         self.send({"kind": "compile", "ok": outcome.ok, "diagnostics": outcome.diagnostics,
                    "seconds": outcome.seconds, "cached": outcome.cached})
-        if outcome.ok:
+        if outcome.ok and "correctness" in gates:
             self.run_sandboxed(backend, build_dir)
 
     def run_sandboxed(self, backend, build_dir: Path) -> None:
@@ -61,7 +67,9 @@ class Child:
 
         problem = inp.load_problem(self.cfg["task_source"])
         integrity.warm_up()
-        seccomp_on = seccomp.install()
+        backend.before_sandbox()
+        exec_reason = backend.exec_after_load()  # per-backend policy, see Backend.exec_after_load
+        seccomp_on = False if exec_reason else seccomp.install()
         snapshot = integrity.Snapshot()
         start = time.perf_counter()
         try:
@@ -70,7 +78,8 @@ class Child:
         except BaseException as exc:  # the candidate's import or constructor failed
             self.send({"kind": "load", "ok": False, "error": candidate_error(exc)})
             return
-        self.send({"kind": "load", "ok": True, "seconds": time.perf_counter() - start, "seccomp": seccomp_on})
+        self.send({"kind": "load", "ok": True, "seconds": time.perf_counter() - start, "seccomp": seccomp_on,
+                   "seccomp_off_reason": exec_reason})
         if self.check_state(snapshot, "import and construction"):
             return
         from verifier.sandbox.trials import TrialRunner
