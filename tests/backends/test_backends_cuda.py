@@ -59,12 +59,12 @@ def test_ptxas_resource_errors_are_reported_with_a_hint(tmp_path):
 
 
 @needs_nvcc
-def test_the_scaffold_example_compiles_for_sm90_and_is_cached(tmp_path):
-    backend = CudaBackend()
-    outcome = backend.compile(scaffold_example(), tmp_path, 600)
+def test_the_scaffold_example_compiles_for_sm90_and_is_cached(verifier_cache):
+    backend = CudaBackend()  # the session's cache: test_backends_verify reuses this build
+    outcome = backend.compile(scaffold_example(), verifier_cache, 600)
     assert outcome.ok, outcome.diagnostics
     assert outcome.diagnostics.startswith("relu_kernel: ") and "registers" in outcome.diagnostics
-    again = backend.compile(scaffold_example(), tmp_path, 600)
+    again = backend.compile(scaffold_example(), verifier_cache, 600)
     assert again.ok and again.cached and again.seconds < 1
 
 
