@@ -10,7 +10,9 @@ Readers list files under the shared lock, so they see the state before or after 
 mix. After a crash inside step 2 a journal remains; readers resolve it (all outputs present:
 sources hidden; otherwise outputs hidden) and the next compaction finishes or undoes it
 (``recover``). Items, docs and postings are compacted together because a derived file's
-visibility depends on its items batch.
+visibility depends on its items batch. The same run writes the champion lists of the merged
+postings (sql/champions.sql: per term and kind the ``champions_k`` postings of highest BM25 term
+weight) as a ``champions`` cpt file with the postings output's batch id, replacing older ones.
 
 Sort order of outputs (for row-group pruning): postings by term; items, docs and value_updates by
 item_id; the others by their id column.
@@ -27,7 +29,11 @@ import duckdb
 
 from memory_lake.models import CompactionResult
 from memory_lake.schema import ALL_TABLES
+from memory_lake.sqlfiles import sql
 from memory_lake.storage import DataFile, Storage, new_batch_id, row_group_rows
+
+CHAMPIONS_K = 1_000  # champion postings kept per (term, kind)
+BM25_K1, BM25_B = 1.2, 0.75  # the weight champions are ranked by (Bm25Scorer's defaults)
 
 SORT_KEYS = {
     "items": "item_id",
@@ -43,7 +49,8 @@ STALE_SECONDS = 3600.0  # temp and orphan files older than this belong to dead w
 Hook = Callable[[str], None]
 
 
-def compact(storage: Storage, min_files: int = 2, on_step: Hook | None = None) -> CompactionResult:
+def compact(storage: Storage, min_files: int = 2, on_step: Hook | None = None,
+            champions_k: int = CHAMPIONS_K) -> CompactionResult:
     """Merge every table that has at least ``min_files`` visible files (items group together)."""
     step = on_step or (lambda _name: None)
     recover(storage)
@@ -51,12 +58,14 @@ def compact(storage: Storage, min_files: int = 2, on_step: Hook | None = None) -
     chosen = [t for t in ALL_TABLES if len(files[t]) >= min_files and t not in ("docs", "postings")]
     if "items" in chosen:
         chosen += [t for t in ("docs", "postings") if files[t]]
-    before = [f for t in chosen for f in files[t]]
+    before = [f for t in chosen for f in files[t]] + (files["champions"] if "postings" in chosen else [])
     if not chosen:
         total = sum(len(v) for v in files.values())
         size = sum(f.size for v in files.values() for f in v)
         return CompactionResult((), total, total, size, size)
     temps = {table: _merge_to_temp(storage, table, files[table]) for table in chosen}
+    if "postings" in chosen:
+        temps["champions"] = _champions_to_temp(storage, files["postings"], files["docs"], champions_k)
     step("merged")
     outputs = _swap(storage, temps, before, step)
     after = storage.visible_files()
@@ -81,6 +90,23 @@ def _merge_to_temp(storage: Storage, table: str, sources: list[DataFile]) -> str
         if table in SORT_KEYS:
             relation = relation.order(SORT_KEYS[table])
         relation.write_parquet(storage.duck_path(tmp), compression="zstd", row_group_size=row_group_rows(table))
+    finally:
+        con.close()
+    return tmp
+
+
+def _champions_to_temp(storage: Storage, postings: list[DataFile], docs: list[DataFile], k: int) -> str:
+    storage.fs.makedirs(storage.path("champions"), exist_ok=True)  # lakes created before champions
+    tmp = storage.temp_path()
+    con = duckdb.connect()
+    try:
+        if not storage.local:
+            con.register_filesystem(storage.fs)
+        con.execute("SET preserve_insertion_order = false")
+        con.read_parquet([storage.duck_path(f.path) for f in postings]).create_view("postings_src")
+        con.read_parquet([storage.duck_path(f.path) for f in docs]).create_view("docs_src")
+        relation = con.sql(sql("champions"), params={"k": int(k), "k1": BM25_K1, "b": BM25_B})
+        relation.write_parquet(storage.duck_path(tmp), compression="zstd", row_group_size=row_group_rows("champions"))
     finally:
         con.close()
     return tmp

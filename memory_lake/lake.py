@@ -2,7 +2,9 @@
 
 A Lake keeps one resident DuckDB connection whose views are rebuilt only when the set of
 committed files changes (new batches, compaction), so repeated retrievals pay for a directory
-listing, not for a new connection. The resident connection is guarded by a thread lock; use
+listing, not for a new connection. Retrieval reads posting lists and shown items with
+row-group-pruned keyed reads (keyed_reads.py); item rows never change, so the last
+ITEM_CACHE_SIZE shown items are cached, and the api_template list is cached per docs file set. The resident connection is guarded by a thread lock; use
 ``connect()`` for a private connection.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,6 +24,7 @@ import pyarrow as pa
 
 from memory_lake import compaction, retrieval, transfer, values
 from memory_lake.errors import LakeError
+from memory_lake.keyed_reads import KeyedReader
 from memory_lake.models import (CompactionResult, NewItem, RetrievalRequest, RetrievedItem, SeedItemRow,
                                 TableStats, ValueUpdate)
 from memory_lake.rows import to_table
@@ -31,6 +35,8 @@ from memory_lake.text import embedding_text, index_rows
 from memory_lake.views import install_views, new_connection
 
 FORMAT_VERSION = 1
+ITEM_CACHE_SIZE = 4096
+ITEM_COLUMNS = ("item_id", "kind", "title", "body", "code", "task_id", "created_at")
 
 
 def new_item_ids(count: int) -> list[str]:
@@ -50,6 +56,9 @@ class Lake:
         self._files: dict[str, list[DataFile]] | None = None
         self._guard = threading.RLock()
         self._stats_cache: tuple[object, tuple[int, float]] | None = None
+        self._reader = KeyedReader(None if storage.local else (lambda path: storage.fs.open(path, "rb")))
+        self._item_cache: OrderedDict[str, tuple] = OrderedDict()
+        self._templates_cache: dict[tuple, list[str]] = {}
 
     # ---- creating and opening ----------------------------------------------------------
     @classmethod
@@ -204,15 +213,19 @@ class Lake:
     def _templates(self, con, req: RetrievalRequest) -> list[retrieval.Choice]:
         if not retrieval.templates_added(req):
             return []
-        ids = [row[0] for row in con.execute(sql("templates"), {"backend": req.backend,
-                                                                 "exclude": list(req.exclude_item_ids)}).fetchall()]
+        key = (tuple(f.path for f in (self._files or {}).get("docs", [])), req.backend)
+        if key not in self._templates_cache:
+            rows = con.execute(sql("templates"), {"backend": req.backend}).fetchall()
+            self._templates_cache = {key: [row[0] for row in rows]}
+        excluded = set(req.exclude_item_ids)
+        ids = [i for i in self._templates_cache[key] if i not in excluded]
         ids = ids[: req.max_templates] if req.max_templates is not None else ids
         q = values.current_q(con, ids, req.stage, self.q_init)
         return [retrieval.Choice(retrieval.Candidate(i, 0.0, q[i]), False, "template") for i in ids]
 
     def _pool_choices(self, con, req: RetrievalRequest) -> list[retrieval.Choice]:
         kinds = retrieval.pool_kinds(req, ITEM_KINDS)
-        ctx = retrieval.ScoringContext(con, self._files or {}, self.storage.duck_path)
+        ctx = retrieval.ScoringContext(con, self._files or {}, self.storage.duck_path, self._reader)
         pool = self.scorer.pool(ctx, req, kinds, req.pool_size)
         q = values.current_q(con, [c.item_id for c in pool], req.stage, self.q_init)
         pool = [retrieval.Candidate(c.item_id, c.similarity, q[c.item_id]) for c in pool]
@@ -222,7 +235,7 @@ class Lake:
         ids = [c.candidate.item_id for c in chosen]
         if not ids:
             return ()
-        rows = {r[0]: r for r in con.execute(sql("fetch_items"), {"item_ids": ids}).fetchall()}
+        rows = self._item_rows(ids)
         out = []
         for rank, choice in enumerate(c for c in chosen if c.candidate.item_id in rows):
             item_id, kind, title, body, code, task_id, _ = rows[choice.candidate.item_id]
@@ -230,6 +243,22 @@ class Lake:
                                      task_id=task_id, rank=rank, similarity=choice.candidate.similarity,
                                      q_value=choice.candidate.q, explored=choice.explored, strategy=choice.strategy))
         return tuple(out)
+
+    def _item_rows(self, ids: list[str]) -> dict[str, tuple]:
+        """The ITEM_COLUMNS rows of the given items (absent ids left out): cache, then pruned reads."""
+        missing = [i for i in dict.fromkeys(ids) if i not in self._item_cache]
+        for path in [f.path for f in (self._files or {}).get("items", [])] if missing else []:
+            table = self._reader.read(path, "item_id", missing, ITEM_COLUMNS)
+            for row in zip(*(table.column(c).to_pylist() for c in ITEM_COLUMNS)):
+                self._item_cache[row[0]] = row
+        out = {}
+        for item_id in ids:
+            if item_id in self._item_cache:
+                self._item_cache.move_to_end(item_id)
+                out[item_id] = self._item_cache[item_id]
+        while len(self._item_cache) > ITEM_CACHE_SIZE:
+            self._item_cache.popitem(last=False)
+        return out
 
     # ---- housekeeping ------------------------------------------------------------------
     def compact(self, min_files: int = 2) -> CompactionResult:

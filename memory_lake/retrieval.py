@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from typing import Callable, Protocol
 
 import duckdb
+import pyarrow as pa
 
+from memory_lake.keyed_reads import KeyedReader
 from memory_lake.models import RetrievalRequest
+from memory_lake.schema import POSTINGS
 from memory_lake.sqlfiles import sql
 from memory_lake.storage import DataFile
 from memory_lake.text import query_terms
@@ -44,6 +47,7 @@ class ScoringContext:
     con: duckdb.DuckDBPyConnection
     files: dict[str, list[DataFile]]
     duck_path: Callable[[str], str]
+    reader: KeyedReader | None = None  # pruned reads of posting lists (Lake supplies one)
 
 
 class SimilarityScorer(Protocol):
@@ -57,11 +61,19 @@ class Bm25Scorer:
 
     Corpus statistics (document frequency per term, number and mean length of documents) are
     kept per Parquet file and summed, so a new batch costs one small scan and a compaction one
-    full scan; files are immutable, so the cache never goes stale. Query terms are the task's
+    full scan; files are immutable, so the cache never goes stale (the sum over the current file
+    set is cached too). Query terms are the task's
     distinct terms that occur in the lake, minus those in more than ``max_df_ratio`` of all
     items (their idf is tiny and they dominate the scan), at most ``max_query_terms`` of the
     highest idf. When fewer than k items share a term with the task, items of the same category
     or backend fill the pool.
+
+    Posting lists are read per query term from each postings file with row-group pruning
+    (keyed_reads.py) and scored by sql/bm25_pool.sql. A compacted postings file is replaced by its
+    champion lists when compaction wrote them (per term and kind, the CHAMPIONS_K postings of
+    highest BM25 term weight): an item outside a term's champions gets no score for that term.
+    Uncompacted batches are always read in full, so a new item is never missed. Document
+    frequencies and lengths still come from the full postings and docs.
     """
 
     def __init__(self, k1: float = 1.2, b: float = 0.75, w_category: float = 1.0, w_backend: float = 0.5,
@@ -70,6 +82,7 @@ class Bm25Scorer:
         self.max_query_terms, self.max_df_ratio = max_query_terms, max_df_ratio
         self._df_by_file: dict[str, dict[str, int]] = {}
         self._docs_by_file: dict[str, tuple[int, int]] = {}
+        self._df_sum: tuple[tuple[str, ...], dict[str, int]] | None = None
 
     def pool(self, ctx, req, kinds, k):
         if k <= 0:
@@ -80,9 +93,13 @@ class Bm25Scorer:
                   "backend": req.backend, "w_category": self.w_category, "w_backend": self.w_backend}
         found: list[Candidate] = []
         if terms:
-            rows = ctx.con.execute(sql("bm25_pool"), {
-                **common, "k": k, "terms": terms, "dfs": [df[t] for t in terms], "n_docs": float(n_docs),
-                "avg_doc_len": max(total_len / n_docs, 1.0), "k1": self.k1, "b": self.b}).fetchall()
+            ctx.con.register("query_postings", query_postings(ctx, terms))
+            try:
+                rows = ctx.con.execute(sql("bm25_pool"), {
+                    **common, "k": k, "terms": terms, "dfs": [df[t] for t in terms], "n_docs": float(n_docs),
+                    "avg_doc_len": max(total_len / n_docs, 1.0), "k1": self.k1, "b": self.b}).fetchall()
+            finally:
+                ctx.con.unregister("query_postings")
             found = [Candidate(item_id, float(score)) for item_id, score in rows]
         if len(found) < k:
             seen = {c.item_id for c in found}
@@ -109,13 +126,38 @@ class Bm25Scorer:
         self._df_by_file = {p: self._df_by_file[p] for p in post_files}
         n_docs = sum(n for n, _ in self._docs_by_file.values())
         total = sum(t for _, t in self._docs_by_file.values())
-        if len(self._df_by_file) == 1:
-            return n_docs, total, next(iter(self._df_by_file.values()))
-        df: dict[str, int] = {}
-        for per_file in self._df_by_file.values():
-            for term, count in per_file.items():
-                df[term] = df.get(term, 0) + count
-        return n_docs, total, df
+        key = tuple(post_files)
+        if self._df_sum is None or self._df_sum[0] != key:
+            self._df_sum = (key, _sum_df(list(self._df_by_file.values())))
+        return n_docs, total, self._df_sum[1]
+
+
+def _sum_df(per_file: list[dict[str, int]]) -> dict[str, int]:
+    if len(per_file) == 1:
+        return per_file[0]
+    df: dict[str, int] = {}
+    for counts in per_file:
+        for term, count in counts.items():
+            df[term] = df.get(term, 0) + count
+    return df
+
+
+_LOCAL_READER = KeyedReader()  # for contexts built without a reader (local files)
+
+
+def posting_sources(files: dict[str, list[DataFile]]) -> list[str]:
+    """The files retrieval reads posting lists from: each compacted postings file's champion
+    lists where compaction wrote them (same batch id), otherwise the postings file itself."""
+    champions = {f.batch_id: f.path for f in files.get("champions", [])}
+    return [champions.get(f.batch_id, f.path) if f.prefix == "cpt" else f.path for f in files.get("postings", [])]
+
+
+def query_postings(ctx: ScoringContext, terms: list[str]) -> pa.Table:
+    """The postings of ``terms`` (champion lists for compacted files), read with row-group pruning."""
+    sources = posting_sources(ctx.files)
+    reader = ctx.reader or _LOCAL_READER
+    parts = [reader.read(p, "term", terms, POSTINGS.names) for p in sources]
+    return pa.concat_tables(parts) if parts else POSTINGS.empty_table()
 
 
 def _docs_stats(ctx: ScoringContext, path: str) -> tuple[int, int]:

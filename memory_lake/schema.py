@@ -154,5 +154,10 @@ POSTINGS = pa.schema([  # one row per (term, item): the inverted index BM25 is c
     ("category", pa.string()),
 ])
 
-INTERNAL_TABLES: dict[str, pa.Schema] = {"docs": DOCS, "postings": POSTINGS}
+# Champion lists (written by compaction only, one cpt file per compacted postings file, same batch
+# id): per (term, kind) the postings with the highest BM25 term weight, at most CHAMPIONS_K of them.
+# Retrieval reads these instead of the full compacted postings (see retrieval.py).
+CHAMPIONS = POSTINGS
+
+INTERNAL_TABLES: dict[str, pa.Schema] = {"docs": DOCS, "postings": POSTINGS, "champions": CHAMPIONS}
 ALL_TABLES: dict[str, pa.Schema] = {**TABLES, **INTERNAL_TABLES}

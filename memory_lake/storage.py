@@ -49,10 +49,10 @@ from fsspec.implementations.local import LocalFileSystem
 from memory_lake.errors import LakeError
 from memory_lake.schema import ALL_TABLES
 
-DERIVED_TABLES = ("docs", "postings")
+DERIVED_TABLES = ("docs", "postings", "champions")
 META_FILE = "lake.json"
 # Rows per Parquet row group: small enough that id and term filters prune most of a big file.
-ROW_GROUP_ROWS = {"postings": 65_536}
+ROW_GROUP_ROWS = {"postings": 16_384, "champions": 4_096}
 DEFAULT_ROW_GROUP_ROWS = 8_192
 
 
@@ -164,8 +164,11 @@ class Storage:
             except FileNotFoundError:
                 return []
         else:
-            entries = [(e["name"], e.get("size") or 0) for e in self.fs.ls(directory, detail=True)
-                       if e.get("type") == "file"]
+            try:
+                listed = self.fs.ls(directory, detail=True)
+            except FileNotFoundError:  # a table added after the lake was created (champions)
+                return []
+            entries = [(e["name"], e.get("size") or 0) for e in listed if e.get("type") == "file"]
         files = (parse_name(table, path, size) for path, size in entries)
         return sorted((f for f in files if f is not None), key=lambda f: f.path)
 

@@ -1,0 +1,91 @@
+"""Keyed reads of immutable Parquet files: the rows whose key column is in a small set, reading
+only the row groups whose footer min/max statistics can hold one of the keys.
+
+This is the lake's point-lookup path (posting lists by term, item rows by item_id). DuckDB's own
+pruning of a join or IN-list filter uses one min..max range over all keys, which for a dozen
+terms spread over the alphabet covers nearly every row group of a term-sorted file. Files never
+change after commit, so each file's footer (row-group statistics) is read once and cached.
+Correctness never depends on sort order: a row group without statistics is always read; sorting
+(postings by term, items by id) only makes the pruning effective.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections import OrderedDict
+from typing import IO, Callable, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+# (min, max) of the key column per row group; None where a row group has no usable statistics.
+Ranges = list[tuple[str, str] | None]
+
+
+class KeyedReader:
+    """Cached footers of a lake's files plus the pruned read; one per Lake (thread-safe).
+    ``opener`` opens a file path for binary reading (default: the local file system)."""
+
+    def __init__(self, opener: Callable[[str], IO[bytes]] | None = None, max_files: int = 4096) -> None:
+        self.opener = opener or (lambda path: open(path, "rb"))
+        self.max_files = max_files
+        self._ranges: OrderedDict[tuple[str, str], Ranges] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def read(self, path: str, key: str, keys: Sequence[str], columns: Sequence[str]) -> pa.Table:
+        """Rows of ``path`` whose ``key`` is in ``keys`` (only ``columns``, key included)."""
+        wanted = sorted(set(keys))
+        with self.opener(path) as handle:
+            parquet = pq.ParquetFile(handle)
+            groups = matching_groups(self._group_ranges(path, key, parquet), wanted)
+            if not groups:
+                return _empty(parquet.schema_arrow, columns)
+            table = parquet.read_row_groups(groups, columns=list(columns))
+        mask = pc.is_in(table.column(key), value_set=pa.array(wanted, pa.string()))
+        return table.filter(mask)
+
+    def _group_ranges(self, path: str, key: str, parquet: pq.ParquetFile) -> Ranges:
+        cache_key = (path, key)
+        with self._lock:
+            if cache_key in self._ranges:
+                self._ranges.move_to_end(cache_key)
+                return self._ranges[cache_key]
+        ranges = footer_ranges(parquet.metadata, key)
+        with self._lock:
+            self._ranges[cache_key] = ranges
+            while len(self._ranges) > self.max_files:
+                self._ranges.popitem(last=False)
+        return ranges
+
+
+def footer_ranges(metadata: pq.FileMetaData, key: str) -> Ranges:
+    """Per row group, the (min, max) of column ``key`` from the footer, or None if unknown."""
+    index = metadata.schema.to_arrow_schema().get_field_index(key)
+    ranges: Ranges = []
+    for g in range(metadata.num_row_groups):
+        stats = metadata.row_group(g).column(index).statistics
+        if stats is None or not stats.has_min_max or not isinstance(stats.min, str):
+            ranges.append(None)
+        else:
+            ranges.append((stats.min, stats.max))
+    return ranges
+
+
+def matching_groups(ranges: Ranges, sorted_keys: list[str]) -> list[int]:
+    """Row groups whose [min, max] contains at least one key (unknown ranges always match)."""
+    out = []
+    for g, bounds in enumerate(ranges):
+        if bounds is None:
+            out.append(g)
+            continue
+        low, high = bounds
+        i = bisect.bisect_left(sorted_keys, low)
+        if i < len(sorted_keys) and sorted_keys[i] <= high:
+            out.append(g)
+    return out
+
+
+def _empty(schema: pa.Schema, columns: Sequence[str]) -> pa.Table:
+    return pa.schema([schema.field(c) for c in columns]).empty_table()
