@@ -4,7 +4,8 @@ only the row groups whose footer min/max statistics can hold one of the keys.
 This is the lake's point-lookup path (posting lists by term, item rows by item_id). DuckDB's own
 pruning of a join or IN-list filter uses one min..max range over all keys, which for a dozen
 terms spread over the alphabet covers nearly every row group of a term-sorted file. Files never
-change after commit, so each file's footer (row-group statistics) is read once and cached.
+change after commit, so each file's footer (metadata and the key's row-group statistics) is read
+once and cached. Low-cardinality string columns may be read dictionary-encoded (cheap to decode).
 Correctness never depends on sort order: a row group without statistics is always read; sorting
 (postings by term, items by id) only makes the pruning effective.
 """
@@ -22,6 +23,7 @@ import pyarrow.parquet as pq
 
 # (min, max) of the key column per row group; None where a row group has no usable statistics.
 Ranges = list[tuple[str, str] | None]
+Footer = tuple[pq.FileMetaData, Ranges]
 
 
 class KeyedReader:
@@ -31,33 +33,37 @@ class KeyedReader:
     def __init__(self, opener: Callable[[str], IO[bytes]] | None = None, max_files: int = 4096) -> None:
         self.opener = opener or (lambda path: open(path, "rb"))
         self.max_files = max_files
-        self._ranges: OrderedDict[tuple[str, str], Ranges] = OrderedDict()
+        self._footers: OrderedDict[tuple[str, str], Footer] = OrderedDict()
         self._lock = threading.Lock()
 
-    def read(self, path: str, key: str, keys: Sequence[str], columns: Sequence[str]) -> pa.Table:
-        """Rows of ``path`` whose ``key`` is in ``keys`` (only ``columns``, key included)."""
+    def read(self, path: str, key: str, keys: Sequence[str], columns: Sequence[str],
+             dictionary: Sequence[str] = ()) -> pa.Table:
+        """Rows of ``path`` whose ``key`` is in ``keys`` (only ``columns``, key included);
+        the ``dictionary`` columns come back dictionary-encoded."""
         wanted = sorted(set(keys))
         with self.opener(path) as handle:
-            parquet = pq.ParquetFile(handle)
-            groups = matching_groups(self._group_ranges(path, key, parquet), wanted)
+            metadata, ranges = self._footer(path, key, handle)
+            groups = matching_groups(ranges, wanted)
             if not groups:
-                return _empty(parquet.schema_arrow, columns)
+                return _empty(metadata.schema.to_arrow_schema(), columns)
+            parquet = pq.ParquetFile(handle, metadata=metadata, read_dictionary=list(dictionary) or None)
             table = parquet.read_row_groups(groups, columns=list(columns))
         mask = pc.is_in(table.column(key), value_set=pa.array(wanted, pa.string()))
         return table.filter(mask)
 
-    def _group_ranges(self, path: str, key: str, parquet: pq.ParquetFile) -> Ranges:
+    def _footer(self, path: str, key: str, handle) -> Footer:
         cache_key = (path, key)
         with self._lock:
-            if cache_key in self._ranges:
-                self._ranges.move_to_end(cache_key)
-                return self._ranges[cache_key]
-        ranges = footer_ranges(parquet.metadata, key)
+            if cache_key in self._footers:
+                self._footers.move_to_end(cache_key)
+                return self._footers[cache_key]
+        metadata = pq.read_metadata(handle)
+        footer = (metadata, footer_ranges(metadata, key))
         with self._lock:
-            self._ranges[cache_key] = ranges
-            while len(self._ranges) > self.max_files:
-                self._ranges.popitem(last=False)
-        return ranges
+            self._footers[cache_key] = footer
+            while len(self._footers) > self.max_files:
+                self._footers.popitem(last=False)
+        return footer
 
 
 def footer_ranges(metadata: pq.FileMetaData, key: str) -> Ranges:

@@ -142,6 +142,7 @@ def _sum_df(per_file: list[dict[str, int]]) -> dict[str, int]:
     return df
 
 
+_DICTIONARY = ("term", "kind", "backend", "category")  # few distinct values: decoded cheaply
 _LOCAL_READER = KeyedReader()  # for contexts built without a reader (local files)
 
 
@@ -156,7 +157,8 @@ def query_postings(ctx: ScoringContext, terms: list[str]) -> pa.Table:
     """The postings of ``terms`` (champion lists for compacted files), read with row-group pruning."""
     sources = posting_sources(ctx.files)
     reader = ctx.reader or _LOCAL_READER
-    parts = [reader.read(p, "term", terms, POSTINGS.names) for p in sources]
+    parts = [reader.read(p, "term", terms, POSTINGS.names, dictionary=_DICTIONARY) for p in sources]
+    parts = [t for t in parts if t.num_rows]
     return pa.concat_tables(parts) if parts else POSTINGS.empty_table()
 
 
