@@ -1,0 +1,110 @@
+"""The draft and refine stages end to end in the core (no Prefect): scripted LLM, real verifier,
+real lake. Checks Q movement, start points, best tracking, budgets, rewards and normalisation."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from agent_fixtures import write_script
+from evokernel.agent.campaign import plan_tasks, replay_refine_stats, resume_task, run_task
+from evokernel.agent.runtime import open_runtime
+from evokernel.config import load_settings
+
+FAST = dict(latency_rounds=5, correctness_trials=5, verify_threads=2, alpha=0.5, epsilon=0.0, q_init=0.0)
+
+
+def _runtime(tmp_path, build, method, script, budget, campaign_id="c1"):
+    settings = load_settings(None, build=build.root, lake=tmp_path / "lake", llm=f"scripted:{script}",
+                             method=method, budget=budget, **FAST)
+    return open_runtime(settings, campaign_id)
+
+
+@pytest.fixture(scope="module")
+def evokernel_run(tmp_path_factory, tiny_build):
+    tmp = tmp_path_factory.mktemp("stages")
+    task = tiny_build.runnable()[0]
+    script = write_script(tmp / "script.json", [task.task_id], draft=["relu_draft_hack", "relu_draft_scalar"],
+                          refine=["relu_refine_omp", "relu_refine_leaky_bug"])
+    runtime = _runtime(tmp, tiny_build, "evokernel", script, budget=4)
+    summary, stats = run_task(runtime.ctx, task, replay_refine_stats(runtime.ctx))
+    attempts = runtime.ctx.lake.query("SELECT * FROM attempts ORDER BY iteration").to_pylist()
+    return runtime, task, summary, stats, attempts
+
+
+def test_stages_rewards_and_budget(evokernel_run):
+    _, _, summary, _, attempts = evokernel_run
+    assert [a["iteration"] for a in attempts] == [0, 1, 2, 3]  # budget respected exactly
+    assert [a["stage"] for a in attempts] == [1, 1, 2, 2]  # drafting until feasible, then refining
+    assert [a["failed_gate"] for a in attempts] == ["hack", None, None, "correctness"]
+    assert [a["reward"] for a in attempts[:2]] == [-1.0, 1.0]
+    best, new = attempts[1]["candidate_ms"], attempts[2]["candidate_ms"]
+    assert math.isclose(attempts[2]["reward"], math.tanh(math.log(best) - math.log(new)))
+    assert attempts[3]["reward"] == -1.0
+    assert summary.attempts == 4 and summary.feasible and summary.first_feasible_iteration == 1
+    assert summary.stop_reason.startswith("iteration budget")
+
+
+def test_refining_rewards_are_normalised_online(evokernel_run):
+    _, _, _, stats, attempts = evokernel_run
+    r2, r3 = attempts[2]["reward"], attempts[3]["reward"]
+    assert attempts[2]["reward_normalized"] == r2  # one sample: identity
+    mean, std = (r2 + r3) / 2, max(abs(r2 - r3) / math.sqrt(2), 0.05)
+    assert math.isclose(attempts[3]["reward_normalized"], max(-3.0, (r3 - mean) / std), rel_tol=1e-9)
+    assert stats.count == 2
+
+
+def test_q_values_move_with_the_rewards(evokernel_run):
+    runtime, _, _, _, attempts = evokernel_run
+    lake = runtime.ctx.lake
+    updates = lake.query("SELECT * FROM value_updates ORDER BY seq").to_pylist()
+    by_attempt = {}
+    for u in updates:
+        by_attempt.setdefault(u["attempt_id"], []).append(u)
+    failed, solved = by_attempt[attempts[0]["attempt_id"]], by_attempt[attempts[1]["attempt_id"]]
+    assert failed and all(u["stage"] == 1 and u["q_after"] < u["q_before"] for u in failed)
+    assert solved and all(u["stage"] == 1 and u["q_after"] > u["q_before"] for u in solved)
+    start_point = attempts[2]["start_point_item_id"]
+    assert start_point == f"trace/{attempts[1]['attempt_id']}"
+    refine = by_attempt[attempts[2]["attempt_id"]]
+    assert any(u["item_id"] == start_point and u["stage"] == 2 for u in refine)  # Q2 of the start point
+    retrieved = lake.query("SELECT count(*) AS n FROM retrievals WHERE attempt_id = $a",
+                           {"a": attempts[0]["attempt_id"]}).to_pylist()[0]["n"]
+    assert len(failed) == retrieved  # every retrieved item of a draft gets a Q1 update
+
+
+def test_start_points_grow_and_best_is_tracked(evokernel_run):
+    runtime, task, summary, _, attempts = evokernel_run
+    state = resume_task(runtime.ctx, task)
+    assert len(state.start_points) == 2  # the feasible draft and the feasible refinement
+    feasible_ms = [a["candidate_ms"] for a in attempts if a["feasible"]]
+    assert state.best_ms == min(feasible_ms) == summary.best_ms
+    traces = runtime.ctx.lake.query("SELECT item_id, parent_item_id FROM items WHERE kind = 'trace' "
+                                    "ORDER BY item_id").to_pylist()
+    assert len(traces) == 4 and traces[2]["parent_item_id"] == attempts[2]["start_point_item_id"]
+
+
+def test_rerunning_a_finished_task_adds_nothing(evokernel_run):
+    runtime, task, _, stats, _ = evokernel_run
+    summary, _ = run_task(runtime.ctx, task, stats)
+    assert summary.attempts == 4
+    assert runtime.ctx.lake.query("SELECT count(*) AS n FROM attempts").to_pylist()[0]["n"] == 4
+
+
+def test_pass_at_k_samples_independently_without_memory(tmp_path, tiny_build):
+    task = tiny_build.runnable()[1]
+    script = write_script(tmp_path / "s.json", [task.task_id], draft=["relu_draft_hack", "relu_draft_hack"],
+                          refine=["relu_refine_omp"])
+    runtime = _runtime(tmp_path, tiny_build, "pass-at-k", script, budget=2, campaign_id="pk")
+    summary, _ = run_task(runtime.ctx, task, replay_refine_stats(runtime.ctx))
+    lake = runtime.ctx.lake
+    assert summary.attempts == 2 and not summary.feasible
+    assert lake.query("SELECT count(*) AS n FROM retrievals").to_pylist()[0]["n"] == 0
+    assert lake.query("SELECT count(*) AS n FROM value_updates").to_pylist()[0]["n"] == 0
+
+
+def test_plan_orders_levels_and_rejects_unknown_tasks(tiny_build):
+    assert [t.level for t in plan_tasks(tiny_build)] == sorted(t.level for t in plan_tasks(tiny_build))
+    with pytest.raises(Exception, match="not in this build"):
+        plan_tasks(tiny_build, ["nope"])
