@@ -108,8 +108,12 @@ def test_cuda_without_gpu_compiles_with_nvcc_and_says_correctness_is_unavailable
 @no_gpu
 @needs_nvcc
 def test_cuda_compile_errors_reach_the_feedback(verifier_cache):
-    # a missing header stops nvcc in the preprocessor, before the slow torch front-end pass
-    broken = example("cuda").replace("__global__", '#include "no_such_header.cuh"\n__global__', 1)
+    # kernel-only (no host unit for g++) and a missing header that stops nvcc in the preprocessor,
+    # before the slow torch front-end pass: seconds, not minutes
+    broken = ('import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n'
+              'SRC = """\n#include "no_such_header.cuh"\n__global__ void k(float* y) { y[0] = 1; }\n"""\n'
+              'ext = load_inline(name="bad_ext", cpp_sources="", cuda_sources=SRC)\n\n'
+              'class ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.k(x)\n')
     verdict = verify(relu_task(), broken, "cuda", VerifySettings.for_tests(verifier_cache))
     assert verdict.failed_gate == "compile" and [g.name for g in verdict.gates] == ["hack", "compile"]
     assert "nvcc failed" in verdict.feedback
