@@ -52,7 +52,7 @@ from memory_lake.schema import ALL_TABLES
 DERIVED_TABLES = ("docs", "postings", "champions")
 META_FILE = "lake.json"
 # Rows per Parquet row group: small enough that id and term filters prune most of a big file.
-ROW_GROUP_ROWS = {"postings": 16_384, "champions": 4_096}
+ROW_GROUP_ROWS = {"postings": 16_384, "champions": 4_096, "items": 2_048}  # items: point reads of wide rows
 DEFAULT_ROW_GROUP_ROWS = 8_192
 
 
