@@ -86,6 +86,8 @@ class Session:
         except ChannelError as exc:
             reason = self.ref.exit_reason() if isinstance(exc, ChannelClosed) else str(exc)
             self.ref_error = f"reference worker failed: {reason}\n{self.ref.log_tail()}"
+        except OSError:  # close() shut the pipe while this thread still waited: the verdict is done
+            return
 
     def close(self) -> None:
         for proc in (self.child, self.ref):
