@@ -35,6 +35,13 @@ def _seed_items(backend: str) -> tuple:
 def register(app: typer.Typer) -> None:
     lake_app = typer.Typer(help="The memory lake: Parquet tables queried with DuckDB.", no_args_is_help=True)
     app.add_typer(lake_app, name="lake")
+    _register_lifecycle(lake_app)
+    _register_reading(lake_app)
+    _register_transfer(lake_app)
+
+
+def _register_lifecycle(lake_app: typer.Typer) -> None:
+    """init and compact: create a lake, merge its small files."""
 
     @lake_app.command("init")
     def init(lake: str = LAKE_OPT, backend: str = typer.Option(..., "--backend"),
@@ -49,6 +56,20 @@ def register(app: typer.Typer) -> None:
                 fail(f"--backend {backend}: {exc.args[0] if exc.args else exc}")
             created = Lake.create(lake, backend, seeds, q_init=q_init)
         typer.echo(f"created {created.root} for backend {backend} with {len(seeds)} seed items")
+
+    @lake_app.command("compact")
+    def compact(lake: str = LAKE_OPT) -> None:
+        """Merge small files into one per table (query results do not change)."""
+        from memory_lake import LakeError
+
+        with one_line_errors(LakeError):
+            r = _open(lake).compact()
+        typer.echo(f"compacted {', '.join(r.tables) or 'nothing'}: files {r.files_before} -> {r.files_after}, "
+                   f"bytes {r.bytes_before} -> {r.bytes_after}")
+
+
+def _register_reading(lake_app: typer.Typer) -> None:
+    """query and stats: what users ask of the lake."""
 
     @lake_app.command("query")
     def query(sql_text: str = typer.Argument(..., metavar="SQL"), lake: str = LAKE_OPT,
@@ -73,15 +94,9 @@ def register(app: typer.Typer) -> None:
         with one_line_errors(LakeError):
             print_stats(_open(lake), top)
 
-    @lake_app.command("compact")
-    def compact(lake: str = LAKE_OPT) -> None:
-        """Merge small files into one per table (query results do not change)."""
-        from memory_lake import LakeError
 
-        with one_line_errors(LakeError):
-            r = _open(lake).compact()
-        typer.echo(f"compacted {', '.join(r.tables) or 'nothing'}: files {r.files_before} -> {r.files_after}, "
-                   f"bytes {r.bytes_before} -> {r.bytes_after}")
+def _register_transfer(lake_app: typer.Typer) -> None:
+    """export and import: move memory between lakes (cross-model transfer)."""
 
     @lake_app.command("export")
     def export(lake: str = LAKE_OPT, out: Path = typer.Option(..., "--out"),
