@@ -4,6 +4,11 @@ Run as ``python -m verifier.reference_worker IN_FD OUT_FD``. Builds ``Model`` fr
 with the verification's init seed, computes the outputs of every trial of the plan (same inputs
 as the sandbox child, from the same secret seed) and the errors of trivial predictors (zeros,
 the output mean, an input copy) used by the scale-aware correctness check.
+
+References are always computed on the CPU, whatever the candidate's backend: the worker never
+imports candidate or backend code, and the sandbox child copies a GPU candidate's outputs to the
+CPU for the comparison (inputs are made on the CPU from the same seed, so both sides agree bit
+for bit before the child places them on the device).
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """Backend registry: ``cpu``, ``cuda``, ``triton``, ``ascendc``, plus any registered under the
-``evokernel.backends`` entry-point group. Look backends up by name with :func:`get_backend`."""
+``evokernel.backends`` entry-point group. Look backends up by name with :func:`get_backend`; a name
+written as an entry-point value, ``package.module:Class``, loads that class directly (how tests run
+a test-only backend inside the sandbox child, which sees no test-time entry points)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ def backend_names() -> tuple[str, ...]:
 
 
 def get_backend(name: str) -> Backend:
-    target = _BUILTIN.get(name)
+    target = _BUILTIN.get(name) or (name if ":" in name else None)
     if target is None:
         found = [ep for ep in entry_points(group="evokernel.backends") if ep.name == name]
         if not found:

@@ -22,6 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Callable
 
 from kernelbench_npu.spec import TaskSpec
@@ -216,6 +217,9 @@ class CudaBackend(Backend):
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", arch_list_entry(target_arch()))
         return model_new_class(import_candidate(candidate_source, build_dir, "cuda"), self.name)
 
+    def before_sandbox(self) -> None:
+        count_extension_calls()  # before the candidate imports load_inline
+
     def device(self) -> str:
         return "cuda"
 
@@ -226,6 +230,42 @@ class CudaBackend(Backend):
 
     def timer(self) -> Callable[[Callable[[], Any]], float]:
         return cuda_event_timer()
+
+
+class CountedExtension:
+    """A load_inline extension module whose functions count as native calls (cpu_native.CALLS),
+    for the runtime integrity check "forward made no native call"."""
+
+    def __init__(self, module: ModuleType) -> None:
+        self._module = module
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._module, name)
+        if not callable(value) or isinstance(value, type):
+            return value
+        from verifier import cpu_native
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            cpu_native.CALLS[0] += 1
+            return value(*args, **kwargs)
+
+        return counted
+
+
+def count_extension_calls() -> None:
+    """Make torch.utils.cpp_extension.load_inline return :class:`CountedExtension` (idempotent)."""
+    from torch.utils import cpp_extension
+
+    original = cpp_extension.load_inline
+    if getattr(original, "_evokernel_counted", False):
+        return
+
+    def load_inline(*args: Any, **kwargs: Any) -> Any:
+        module = original(*args, **kwargs)
+        return CountedExtension(module) if isinstance(module, ModuleType) else module
+
+    load_inline._evokernel_counted = True
+    cpp_extension.load_inline = load_inline
 
 
 def _gpu_build(candidate_source: str, build_dir: Path) -> str:

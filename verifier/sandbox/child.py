@@ -63,11 +63,12 @@ class Child:
 
     def run_sandboxed(self, backend, build_dir: Path) -> None:
         from verifier import inputs as inp
-        from verifier.sandbox import integrity, seccomp
+        from verifier.sandbox import device_io, integrity, seccomp
 
         problem = inp.load_problem(self.cfg["task_source"])
         integrity.warm_up()
         backend.before_sandbox()
+        backend.synchronize()  # initialises the device context (driver threads) before the snapshot
         exec_reason = backend.exec_after_load()  # per-backend policy, see Backend.exec_after_load
         seccomp_on = False if exec_reason else seccomp.install()
         snapshot = integrity.Snapshot()
@@ -75,6 +76,8 @@ class Child:
         try:
             model_new_cls = backend.load(self.cfg["candidate_source"], build_dir)
             reference, candidate = inp.build_models(problem, [problem.Model, model_new_cls], self.cfg["init_seed"])
+            device = device_io.device_of(backend)  # built on the CPU with the init seed, then placed
+            reference, candidate = device_io.place_model(reference, device), device_io.place_model(candidate, device)
         except BaseException as exc:  # the candidate's import or constructor failed
             self.send({"kind": "load", "ok": False, "error": candidate_error(exc)})
             return
@@ -84,10 +87,9 @@ class Child:
             return
         from verifier.sandbox.trials import TrialRunner
 
-        runner = TrialRunner(self, problem, candidate, reference, snapshot)
+        runner = TrialRunner(self, problem, candidate, reference, snapshot, backend)
         if runner.correctness() and self.wait_for_go():
             runner.latency(backend)
-
 
     def check_state(self, snapshot, phase: str) -> bool:
         changes = snapshot.changes()

@@ -4,19 +4,24 @@ What static checks cannot see: a snapshot of process-global state (timer and tor
 identities, thread settings, default dtype, environment, affinity, backend flags) taken before the
 candidate is imported and compared after every phase; an ATen dispatch trace of ``forward``
 (torch compute called from Python or from C++ shows up here); the count of native calls; input
-immutability; output type, aliasing, freshness and late writes; the OS thread count.
+immutability; output type, device, aliasing, freshness and late writes; the OS thread count.
+
+Checks run on the tensors the candidate saw (on the backend's device), after the backend's
+``synchronize`` so queued device work has finished before anything is read.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from typing import Callable
 
 import torch
 import torch.nn.functional as F
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from verifier import cpu_native
+from verifier.sandbox.device_io import on_device
 
 # ATen ops forward may dispatch: allocation, views/metadata and copies (the contract).
 ALLOWED_ATEN = {
@@ -113,17 +118,21 @@ class IntegrityError(Exception):
     """A runtime integrity violation (reported as a failed hack gate)."""
 
 
-def guarded_call(model, inputs: list, previous: list[tuple[torch.Tensor, torch.Tensor]]) -> list[torch.Tensor]:
+def guarded_call(model, inputs: list, previous: list[tuple[torch.Tensor, torch.Tensor]],
+                 device: torch.device, synchronize: Callable[[], None]) -> list[torch.Tensor]:
     """Call the candidate under the dispatch trace; enforce the per-call runtime contract.
 
+    ``inputs`` are already on ``device``; outputs must be plain tensors on it too.
     ``previous`` holds (output, copy) pairs of earlier calls, kept alive: they must not change
     and the new outputs must not reuse their storage (fresh outputs, no replay buffers).
+    ``synchronize`` (the backend's) runs after the call, before any result is read.
     """
     pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     calls_before = cpu_native.CALLS[0]
     trace = AtenTrace()
     with torch.no_grad(), trace:
         result = model(*inputs)
+    synchronize()
     if trace.forbidden:
         raise IntegrityError(f"torch compute traced in forward: {', '.join(trace.forbidden)}")
     if cpu_native.CALLS[0] == calls_before:
@@ -132,8 +141,8 @@ def guarded_call(model, inputs: list, previous: list[tuple[torch.Tensor, torch.T
     for i, out in enumerate(outputs):
         if type(out) is not torch.Tensor:
             raise IntegrityError(f"output {i} is a {type(out).__name__}, not a plain torch.Tensor")
-        if out.device.type != "cpu":
-            raise IntegrityError(f"output {i} is on {out.device}")
+        if not on_device(out, device):
+            raise IntegrityError(f"output {i} is on {out.device}, expected {device}")
     for x, p in zip(inputs, pristine):
         if isinstance(x, torch.Tensor) and not torch.equal(x, p):
             raise IntegrityError("forward modified its inputs")
@@ -150,10 +159,11 @@ def guarded_call(model, inputs: list, previous: list[tuple[torch.Tensor, torch.T
     return outputs
 
 
-def check_late_writes(outputs: list[torch.Tensor], delay_s: float = 0.02) -> None:
-    """C2: work on a stray thread keeps writing after forward returned."""
+def check_late_writes(outputs: list[torch.Tensor], synchronize: Callable[[], None], delay_s: float = 0.02) -> None:
+    """C2: work on a stray thread (or a later launch) keeps writing after forward returned."""
     copies = [o.clone() for o in outputs]
     time.sleep(delay_s)
+    synchronize()
     for o, c in zip(outputs, copies):
         if not torch.equal(o, c) and not torch.isnan(c).any():
             raise IntegrityError("the output changed after forward returned (work continues on another thread)")

@@ -1,4 +1,11 @@
-"""The child's correctness and timing phases over the shared input plan (verifier.inputs)."""
+"""The child's correctness and timing phases over the shared input plan (verifier.inputs).
+
+Device-aware through the Backend interface: inputs are made on the CPU from the secret seed and
+placed on ``backend.device()`` (:mod:`verifier.sandbox.device_io`); the candidate's outputs are
+checked there after ``backend.synchronize()`` and copied to the CPU for the parent's comparison
+with the reference worker's CPU outputs; timing goes through ``backend.timer()`` (CUDA events
+and an L2 flush on a GPU, a synchronized wall clock on the CPU).
+"""
 
 from __future__ import annotations
 
@@ -8,21 +15,27 @@ import torch
 
 from verifier import inputs as inp
 from verifier.gates.latency import time_interleaved
-from verifier.sandbox import integrity
+from verifier.sandbox import device_io, integrity
 from verifier.sandbox.child import candidate_error
 
 
 class TrialRunner:
-    def __init__(self, child, problem, candidate, reference, snapshot) -> None:
+    def __init__(self, child, problem, candidate, reference, snapshot, backend) -> None:
         self.child, self.problem, self.candidate, self.reference = child, problem, candidate, reference
-        self.snapshot, self.cfg = snapshot, child.cfg
+        self.snapshot, self.cfg, self.backend = snapshot, child.cfg, backend
+        self.device = device_io.device_of(backend)
         self.seed = self.cfg["input_seed"]
         self.plan = inp.plan(self.cfg["correctness_trials"])
         self.kept: list[tuple[torch.Tensor, torch.Tensor]] = []  # earlier outputs, kept alive
         self.base_thread_count = integrity.os_thread_count()
 
+    def inputs(self, trial: inp.Trial, seed: int | None = None) -> tuple[list, list]:
+        """(host inputs made from the seed, the same inputs placed on the backend's device)."""
+        host = inp.make_inputs(self.problem, self.seed if seed is None else seed, trial)
+        return host, device_io.place(host, self.device)
+
     def call(self, inputs: list) -> list[torch.Tensor]:
-        outputs = integrity.guarded_call(self.candidate, inputs, self.kept)
+        outputs = integrity.guarded_call(self.candidate, inputs, self.kept, self.device, self.backend.synchronize)
         self.kept.extend((o, o.clone()) for o in outputs)
         self.kept = self.kept[-8:]
         return outputs
@@ -37,25 +50,26 @@ class TrialRunner:
     def correctness(self) -> bool:
         """Run every check trial and the perturbation probe; send outputs; True if sent."""
         metas, arrays = [], []
-        first_inputs = None
+        first = None
         for trial in [t for t in self.plan if t.kind in ("check", "perturb")]:
             try:
                 if trial.kind == "perturb":
-                    inputs = first_inputs
-                    inp.perturb_in_place(inputs, self.seed)  # same storage, new values
+                    host, inputs = first
+                    inp.perturb_in_place(host, self.seed)  # as the reference worker does, on the CPU
+                    device_io.refresh(inputs, host)  # same device storage, new values
                 else:
-                    inputs = inp.make_inputs(self.problem, self.seed, trial)
+                    host, inputs = self.inputs(trial)
                 outputs = self.call(inputs)
                 if trial.index == 0:
-                    first_inputs = inputs
-                    integrity.check_late_writes(outputs)
+                    first = host, inputs
+                    integrity.check_late_writes(outputs, self.backend.synchronize)
                     again = self.call([x.clone() if isinstance(x, torch.Tensor) else x for x in inputs])
                     if any(not _close(a, b, self.cfg) for a, b in zip(outputs, again)):
                         raise integrity.IntegrityError("two calls on the same input gave different outputs (nondeterministic)")
             except BaseException as exc:
                 return self.fail("correctness", f"trial {trial.index}, {trial.distribution} inputs", exc)
             metas.append(_meta(trial, outputs))
-            arrays.extend(inp.to_numpy(o) for o in outputs)
+            arrays.extend(inp.to_numpy(device_io.to_host(o)) for o in outputs)
         if self.child.check_state(self.snapshot, "correctness") or self.check_threads("correctness"):
             return False
         self.child.send({"kind": "correctness", "trials": metas}, arrays)
@@ -73,8 +87,8 @@ class TrialRunner:
     def latency(self, backend) -> None:
         cfg = self.cfg
 
-        def fresh(counter: int) -> list:
-            return inp.make_inputs(self.problem, inp.derive_seed(self.seed, "timing"), inp.Trial(counter, "check", "normal"))
+        def fresh(counter: int) -> list:  # made on the CPU and placed before the timer starts
+            return self.inputs(inp.Trial(counter, "check", "normal"), inp.derive_seed(self.seed, "timing"))[1]
 
         def run_candidate(inputs: list) -> None:
             with torch.no_grad():
@@ -95,12 +109,12 @@ class TrialRunner:
         metas, arrays = [], []
         for trial in [t for t in self.plan if t.kind == "post"]:
             try:
-                outputs = self.call(inp.make_inputs(self.problem, self.seed, trial))
+                outputs = self.call(self.inputs(trial)[1])
             except BaseException as exc:
                 self.fail("latency", f"post-timing trial {trial.index}", exc)
                 return
             metas.append(_meta(trial, outputs))
-            arrays.extend(inp.to_numpy(o) for o in outputs)
+            arrays.extend(inp.to_numpy(device_io.to_host(o)) for o in outputs)
         self.child.send({"kind": "latency", "candidate_ms": list(times.candidate_ms),
                          "reference_ms": list(times.reference_ms), "calls_per_round": cfg["calls_per_round"],
                          "trials": metas}, arrays)
