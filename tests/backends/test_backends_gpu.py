@@ -1,7 +1,10 @@
 """The CUDA and Triton backends through the real verifier on a GPU (CI has none: skipped there).
 
-An honest ReLU kernel must pass every gate with a measured speedup; the same kernel with a wrong
-constant must fail correctness.
+An honest ReLU kernel must pass every gate for real (none "unavailable here") with a measured
+speedup; the same kernel with a wrong constant must fail correctness. The device hooks the
+sandbox child relies on are checked directly too: device() is "cuda", placement moves inputs
+there, the per-call contract rejects an output left on the CPU, and the timer (CUDA events
+after an L2 flush) measures queued device work.
 """
 
 from __future__ import annotations
@@ -36,12 +39,43 @@ WRONG = {"cuda": ("v > 0.0f ? v : 0.0f", "v > 0.0f ? v : 0.5f"), "triton": ("tl.
 @pytest.mark.parametrize("backend", ["cuda", "triton"])
 def test_honest_kernel_passes_with_a_speedup_and_a_wrong_one_fails_correctness(backend):
     from verifier.api import verify
+    from verifier.gate_plan import is_unavailable
 
     honest = verify(relu_task(backend), example(backend), backend)
     assert honest.passed, honest.feedback
-    assert honest.latency is not None and honest.latency.speedup > 0
+    assert [g.name for g in honest.gates] == ["hack", "compile", "correctness", "latency"]
+    assert not any(is_unavailable(g) for g in honest.gates), honest.feedback
+    assert honest.latency is not None and honest.latency.speedup > 0 and honest.latency.candidate_ms > 0
     print(f"{backend}: candidate {honest.latency.candidate_ms:.4f} ms, reference {honest.latency.reference_ms:.4f} ms, "
           f"speedup {honest.latency.speedup:.2f} [{honest.latency.ci_low:.2f}, {honest.latency.ci_high:.2f}]")
     old, new = WRONG[backend]
+    assert old in example(backend)
     wrong = verify(relu_task(backend), example(backend).replace(old, new), backend)
     assert wrong.failed_gate == "correctness", wrong.feedback
+
+
+@pytest.mark.parametrize("backend", ["cuda", "triton"])
+def test_device_hooks_place_check_and_time_on_the_gpu(backend):
+    import torch
+
+    from verifier import cpu_native
+    from verifier.backends import get_backend
+    from verifier.sandbox import device_io, integrity
+
+    impl = get_backend(backend)
+    device = device_io.device_of(impl)
+    assert device.type == "cuda"
+    x = device_io.place([torch.randn(1024), 2], device)
+    assert x[0].is_cuda and x[1] == 2
+
+    class LeavesOnCpu(torch.nn.Module):
+        def forward(self, t):
+            cpu_native.CALLS[0] += 1
+            return torch.empty(t.shape)  # allocated on the CPU: not where the backend runs
+
+    with pytest.raises(integrity.IntegrityError, match="expected cuda"):
+        integrity.guarded_call(LeavesOnCpu(), x, [], device, impl.synchronize)
+    timer = impl.timer()
+    short = min(timer(lambda: torch.cuda._sleep(1_000)) for _ in range(3))
+    long = min(timer(lambda: torch.cuda._sleep(5_000_000)) for _ in range(3))
+    assert long > 5 * short and long > 0.1  # ms: events see the queued device work

@@ -108,10 +108,13 @@ class Backend(ABC):
         return ""
 
     def device(self) -> str:
+        """The torch device the child places inputs and models on and expects outputs on."""
         return "cpu"
 
     def synchronize(self) -> None:
-        """Wait for all queued device work (no-op on CPU)."""
+        """Wait for all queued device work (no-op on CPU). The child calls it once before the
+        integrity snapshot (so device-context setup is not the candidate's), after every guarded
+        call before reading outputs, and (through the default timer) around every timed call."""
 
     def timer(self) -> Callable[[Callable[[], Any]], float]:
         """Return a function that runs fn once and returns its duration in milliseconds."""

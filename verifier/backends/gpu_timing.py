@@ -1,7 +1,9 @@
 """Timing one call on an NVIDIA GPU (shared by the cuda and triton backends).
 
 CUDA events around the call, after flushing the L2 cache by writing a buffer twice its size,
-so that a kernel never profits from inputs left in L2 by the previous call. Warm-up, fresh inputs
+so that a kernel never profits from inputs left in L2 by the previous call; a device-wide
+synchronize before the end event, so work the call queued on other streams is timed too
+(research/verifier.md §4.1: events alone see one stream). Warm-up, fresh inputs
 and interleaving with the reference are the latency gate's job; this times exactly one call.
 """
 
@@ -31,6 +33,7 @@ def cuda_event_timer() -> Callable[[Callable[[], Any]], float]:
         end = torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
+        torch.cuda.synchronize()  # every stream's work, not only the current stream's
         end.record()
         end.synchronize()
         return float(start.elapsed_time(end))

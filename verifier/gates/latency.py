@@ -3,6 +3,10 @@ process, same thread budget, fresh inputs every call, warm-up first) and the par
 (median per side, speedup = exp(median log(ref/cand)) over rounds, 95% percentile-bootstrap CI,
 plausibility flag).
 
+The child passes the backend's ``timer()`` (a synchronized wall clock on the CPU; CUDA events
+after an L2 flush on a GPU, verifier.backends.gpu_timing) and ``fresh_inputs`` already placed on
+the backend's device, so input generation and the host-to-device copy stay outside the timed call.
+
 The plausibility bound (VerifySettings.plausibility_bound, default 10x, KernelBench's review
 threshold) flags a speedup for review; it does not fail the gate.
 """
