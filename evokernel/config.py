@@ -58,8 +58,10 @@ class Settings(BaseSettings):
     correctness_trials: int = Field(5, ge=5)
     latency_rounds: int = Field(30, ge=5)
 
-    # orchestration
+    # orchestration: tasks of the same level may run concurrently (they share the memory lake);
+    # levels stay in order (L1 before L2). threads by default; dask for a cluster (prefect-dask).
     task_runner: Literal["threads", "dask"] = "threads"
+    parallel_tasks: int = Field(1, ge=1)
 
 
 # Environment variables with the prefix that are not settings (pydantic-settings ignores them).

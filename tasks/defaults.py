@@ -22,6 +22,9 @@ VERIFY_TASK = dict(retries=2, retry_delay_seconds=[5, 30], **_LIVE)
 # One (task, iteration) step of a campaign: retried only through its LLM and verify sub-tasks.
 STEP_TASK = dict(retries=0, **_LIVE)
 
+# One benchmark task of a campaign (all its steps): resumable, so a retry continues, never repeats.
+CAMPAIGN_TASK = dict(retries=1, retry_delay_seconds=[10], **_LIVE)
+
 # Distillation after a task: an LLM call with the same retry rule as generation.
 DISTILL_TASK = dict(retries=2, retry_delay_seconds=exponential_backoff(backoff_factor=5), **_LIVE)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from functools import lru_cache
 from importlib.resources import files
 
 from evokernel.agent.context import AgentContext, seed_for
@@ -32,7 +33,9 @@ class ContextItem:
     q_value: float
 
 
+@lru_cache(maxsize=None)
 def sql(name: str) -> str:
+    """The text of evokernel/agent/sql/<name>.sql (read once per process)."""
     return (_SQL / f"{name}.sql").read_text()
 
 

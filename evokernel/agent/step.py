@@ -97,7 +97,7 @@ def complete_attempt(ctx: AgentContext, task: TaskSpec, row: dict) -> str | None
     trace_id = None
     if row["code"]:
         trace_id = trace_item_id_for(row["attempt_id"])
-        if not ctx.lake.query("SELECT 1 FROM items WHERE item_id = $id", {"id": trace_id}).num_rows:
+        if not ctx.lake.query(sql("item_exists"), {"item_id": trace_id}).num_rows:
             ctx.lake.add_items([trace_item(trace_id, row, task)])
     if ctx.policy.learns_values:
         _apply_value_updates(ctx, row)

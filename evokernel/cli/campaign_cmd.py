@@ -25,12 +25,14 @@ def register(app: typer.Typer) -> None:
         order: str = typer.Option("level", "--order", help="level (L1 before L2) | given"),
         report: Optional[Path] = typer.Option(None, "--report", help="write the campaign's report here at the end"),
         config_file: Optional[Path] = typer.Option(None, "--config", help="TOML settings file"),
+        parallel_tasks: Optional[int] = typer.Option(None, "--parallel-tasks", help="same-level tasks run at once"),
     ) -> None:
         """Draft and refine kernels for the build's tasks, sharing one memory; resumable by id."""
         task_ids = [t for item in tasks or [] for t in item.split(",") if t]
         result = run_campaign_cli(build=build, lake=lake, llm=llm, method=method, budget=budget,
                                   tasks=task_ids, campaign_id=campaign_id, order=order, report=report,
-                                  config_file=config_file, settings_overrides=None)
+                                  config_file=config_file,
+                                  settings_overrides={"parallel_tasks": parallel_tasks} if parallel_tasks else None)
         print_summary(result)
 
 
@@ -45,11 +47,13 @@ def run_campaign_cli(**kwargs) -> dict:
     from evokernel.config import ConfigError, load_settings
     from evokernel.llm.errors import LLMError
     from flows.campaign import campaign as campaign_flow
+    from flows.campaign import make_task_runner
     from kernelbench_npu.spec import BuildError, load_build
 
     try:  # fail fast, before a Prefect server starts, on what can be checked up front
-        load_settings(kwargs["config_file"], build=kwargs["build"], lake=kwargs["lake"], llm=kwargs["llm"],
-                      method=kwargs["method"], budget=kwargs["budget"])
+        settings = load_settings(kwargs["config_file"], **{**(kwargs.get("settings_overrides") or {}),
+                                 "build": kwargs["build"], "lake": kwargs["lake"], "llm": kwargs["llm"],
+                                 "method": kwargs["method"], "budget": kwargs["budget"]})
         load_build(kwargs["build"])
     except (ConfigError, BuildError) as exc:
         fail(str(exc).splitlines()[0])
@@ -58,7 +62,8 @@ def run_campaign_cli(**kwargs) -> dict:
     params["tasks"] = params["tasks"] or None
     try:
         with CampaignProgress() as bar, listen(bar.on_event):
-            result = campaign_flow(**params)
+            runner = make_task_runner(settings.task_runner, settings.parallel_tasks)
+            result = campaign_flow.with_options(task_runner=runner)(**params)
         gc.collect()  # free the flow's DuckDB objects now, not during interpreter teardown
         return result
     except (CampaignError, ConfigError, BuildError, LLMError, ValueError) as exc:
