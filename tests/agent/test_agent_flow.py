@@ -18,14 +18,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_two_task_campaign_flow_end_to_end(prefect_harness, tmp_path, tiny_build):
-    from flows.campaign import campaign
+    """Both tasks run at once (same level, parallel_tasks=2, threads) and share the lake."""
+    from flows.campaign import campaign, make_task_runner
 
     ids = [t.task_id for t in tiny_build.runnable()]
     script = write_script(tmp_path / "s.json", ids, draft=["relu_draft_syntax", "relu_draft_scalar"],
                           refine=["relu_refine_omp"])
-    result = campaign(build=str(tiny_build.root), lake=str(tmp_path / "lake"), llm=f"scripted:{script}",
-                      budget=3, tasks=ids, campaign_id="flow-test", report_out=str(tmp_path / "report"),
-                      settings_overrides=FAST)
+    flow = campaign.with_options(task_runner=make_task_runner("threads", 2))
+    result = flow(build=str(tiny_build.root), lake=str(tmp_path / "lake"), llm=f"scripted:{script}",
+                  budget=3, tasks=ids, campaign_id="flow-test", report_out=str(tmp_path / "report"),
+                  settings_overrides={**FAST, "parallel_tasks": 2})
     assert [t["task_id"] for t in result["tasks"]] == ids
     assert all(t["attempts"] == 3 and t["feasible"] and t["first_feasible_iteration"] == 1 for t in result["tasks"])
     lake = Lake.open(tmp_path / "lake")
@@ -76,3 +78,32 @@ def test_killed_campaign_resumes_without_duplicates_or_losses(tmp_path, tiny_bui
     assert dup_retrievals == 0 and dup_updates == 0
     traces = con.query("SELECT count(*) AS n FROM items WHERE kind = 'trace'").to_pylist()[0]["n"]
     assert traces == 4
+
+
+def test_waves_keep_levels_in_order_and_bound_the_width(tiny_build):
+    from dataclasses import replace
+
+    from flows.campaign import task_waves
+
+    a, b = tiny_build.runnable()
+    specs = [a, b, replace(a, task_id="x", level=2), replace(b, task_id="y", level=2), replace(b, task_id="z", level=2)]
+    waves = task_waves(specs, 2)
+    assert [[t.task_id for t in w] for w in waves] == [[a.task_id, b.task_id], ["x", "y"], ["z"]]
+    assert [len(w) for w in task_waves(specs, 1)] == [1, 1, 1, 1, 1]
+
+
+def test_dask_task_runner_runs_a_campaign(tmp_path, tiny_build):
+    """The Dask runner (prefect-dask, local cluster of worker processes) through the CLI."""
+    ids = [t.task_id for t in tiny_build.runnable()]
+    script = write_script(tmp_path / "s.json", ids, draft=["relu_draft_scalar"], refine=["relu_refine_omp"])
+    config = tmp_path / "evokernel.toml"
+    config.write_text('latency_rounds = 5\nparallel_tasks = 2\ntask_runner = "dask"\n')
+    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "evokernel.cli.main", "campaign", "--build", str(tiny_build.root), "--lake",
+           str(tmp_path / "lake"), "--llm", f"scripted:{script}", "--budget", "2", "--campaign-id", "dask",
+           "--config", str(config)]
+    done = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = Lake.open(tmp_path / "lake").query("SELECT task_id, count(*) AS n, bool_or(feasible) AS ok "
+                                              "FROM attempts GROUP BY task_id ORDER BY task_id").to_pylist()
+    assert [(r["task_id"], r["n"], r["ok"]) for r in rows] == [(t, 2, True) for t in sorted(ids)]
