@@ -8,7 +8,8 @@ after an L2 flush on a GPU, verifier.backends.gpu_timing) and ``fresh_inputs`` a
 the backend's device, so input generation and the host-to-device copy stay outside the timed call.
 
 The plausibility bound (VerifySettings.plausibility_bound, default 10x, KernelBench's review
-threshold) flags a speedup for review; it does not fail the gate.
+threshold) and noisy timing (either side's IQR/median above 25%) flag a speedup for review; neither
+fails the gate.
 """
 
 from __future__ import annotations
@@ -52,6 +53,17 @@ def time_interleaved(run_candidate: Callable[[list], object], run_reference: Cal
     return PairedTimes(tuple(cand), tuple(ref))
 
 
+# torch.utils.benchmark warns at IQR/median > 10% and calls > 25% gross: a round-to-round spread this
+# wide means other work shared the cores (OpenMP regions wait for descheduled threads).
+NOISY_IQR = 0.25
+
+
+def relative_iqr(values: np.ndarray) -> float:
+    """Interquartile range over median of one side's per-round times."""
+    q1, median, q3 = np.percentile(values, [25, 50, 75])
+    return float((q3 - q1) / median) if median > 0 else 0.0
+
+
 def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0) -> LatencyResult:
     """Parent side: median per side, speedup with a 95% bootstrap CI, plausibility flag."""
     cand = np.asarray(times.candidate_ms, dtype=np.float64)
@@ -61,9 +73,15 @@ def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0) -
     boot = np.median(rng.choice(logs, size=(resamples, len(logs)), replace=True), axis=1)
     low, high = np.percentile(boot, [2.5, 97.5])
     speedup = float(np.exp(np.median(logs)))
-    flagged = speedup > bound
-    reason = (f"speedup {speedup:.1f}x exceeds the plausibility bound {bound:g}x: review before trusting"
-              if flagged else "")
+    reasons = []
+    if speedup > bound:
+        reasons.append(f"speedup {speedup:.1f}x exceeds the plausibility bound {bound:g}x: review before trusting")
+    noisy = {side: spread for side, spread in (("candidate", relative_iqr(cand)), ("reference", relative_iqr(ref)))
+             if spread > NOISY_IQR}
+    if noisy:
+        reasons.append("noisy timing (IQR/median " + ", ".join(f"{k} {v:.0%}" for k, v in noisy.items())
+                       + "): a loaded machine; rerun before trusting the speedup")
+    flagged, reason = bool(reasons), "; ".join(reasons)
     return LatencyResult(candidate_ms=float(np.median(cand)), reference_ms=float(np.median(ref)),
                          speedup=speedup, ci_low=float(np.exp(low)), ci_high=float(np.exp(high)),
                          rounds=len(cand), flagged=flagged, flag_reason=reason)
