@@ -4,6 +4,7 @@ the LLM provider, the backend's scaffold and the verifier, assembled into an Age
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
@@ -69,13 +70,29 @@ def open_runtime(settings: Settings, campaign_id: str | None = None,
         campaign_id=campaign_id, settings=settings, policy=method_policy(settings.method), lake=lake,
         model=llm.model, backend=backend.name, scaffold=backend.scaffold(None),
         fence_language=backend.fence_language, generate=generate or llm.complete,
-        verify=verify_fn or partial(_verify, backend=backend.name, vsettings=verify_settings(settings)),
+        verify=verify_fn or partial(_verify, backend=backend.name, vsettings=verify_settings(settings),
+                                    concurrency=settings.verify_concurrency),
     )
     return Runtime(ctx=ctx, build=build, llm=llm)
 
 
-def _verify(task: TaskSpec, code: str, *, backend: str, vsettings: VerifySettings) -> Verdict:
-    return verify(task, code, backend, vsettings)
+_VERIFY_SLOTS: dict[str, threading.BoundedSemaphore] = {}
+_SLOTS_LOCK = threading.Lock()
+
+
+def verify_slots(backend: str, concurrency: int) -> threading.BoundedSemaphore:
+    """The process-wide bound on simultaneous verifications of one backend (its device is shared).
+
+    Across processes (Dask workers, several campaigns) use the Prefect tag concurrency limit on
+    ``verify-<backend>`` instead; see tasks/defaults.py.
+    """
+    with _SLOTS_LOCK:
+        return _VERIFY_SLOTS.setdefault(backend, threading.BoundedSemaphore(concurrency))
+
+
+def _verify(task: TaskSpec, code: str, *, backend: str, vsettings: VerifySettings, concurrency: int) -> Verdict:
+    with verify_slots(backend, concurrency):
+        return verify(task, code, backend, vsettings)
 
 
 def _check_resumable(lake: Lake, campaign_id: str, build: Build, settings: Settings, model: str) -> None:

@@ -16,7 +16,7 @@ from evokernel.agent.context import AgentContext, VerifierInfrastructureError, a
 from evokernel.agent.records import Scored, attempt_row, trace_item
 from evokernel.agent.retrieval import ContextItem, children_of, choose_start_point, gather_context, sql
 from evokernel.agent.state import StartPoint, StepOutcome, TaskState
-from evokernel.llm.base import Completion, LLMRequest
+from evokernel.llm.base import LLMRequest
 from evokernel.prompts import build_draft_prompt, build_refine_prompt, extract_code
 from kernelbench_npu.spec import TaskSpec
 from memory_lake import ValueUpdate

@@ -9,7 +9,6 @@ and an L2 flush on a GPU, a synchronized wall clock on the CPU).
 
 from __future__ import annotations
 
-import time
 
 import torch
 
