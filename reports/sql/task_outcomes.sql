@@ -42,21 +42,14 @@ per_task AS (
     GROUP BY campaign_id, task_id
 ),
 first_timed AS (  -- the first feasible draft with a latency measurement
-    SELECT campaign_id, task_id, candidate_ms AS first_feasible_ms,
+    SELECT campaign_id, task_id, candidate_ms AS first_feasible_ms, speedup AS first_speedup,
            ci_low AS first_ci_low, ci_high AS first_ci_high
     FROM scoped
-    WHERE is_feasible AND has_timing
+    WHERE is_feasible AND has_speedup
     QUALIFY row_number() OVER (PARTITION BY campaign_id, task_id ORDER BY iteration, attempt_id) = 1
 ),
-fastest AS (  -- the fastest feasible kernel by candidate latency
-    SELECT campaign_id, task_id, candidate_ms AS best_ms,
-           ci_low AS fastest_ci_low, ci_high AS fastest_ci_high
-    FROM scoped
-    WHERE is_feasible AND has_timing
-    QUALIFY row_number() OVER (PARTITION BY campaign_id, task_id ORDER BY candidate_ms, iteration, attempt_id) = 1
-),
 best AS (  -- the best feasible kernel by speedup over the PyTorch reference
-    SELECT campaign_id, task_id, attempt_id AS best_attempt_id, iteration AS best_iteration,
+    SELECT campaign_id, task_id, attempt_id AS best_attempt_id, iteration AS best_iteration, candidate_ms AS best_ms,
            speedup AS best_speedup, ci_low AS best_ci_low, ci_high AS best_ci_high, flagged AS best_flagged
     FROM scoped
     WHERE is_feasible AND has_speedup
@@ -73,11 +66,14 @@ task_calls AS (  -- non-attempt LLM calls (e.g. distillation) attributed to a ta
 SELECT
     p.*,
     f.first_feasible_ms,
-    x.best_ms,
-    f.first_feasible_ms / x.best_ms AS draft_speedup,
+    b.best_ms,
+    -- ratio of the two kernels' speedups over the reference, each timed against the reference in its
+    -- own verification (so machine-load drift between the two verifications cancels); it equals the
+    -- latency ratio first / best when the reference time is steady
+    b.best_speedup / f.first_speedup AS draft_speedup,
     -- conservative interval of the ratio from the verifier's speedup CIs of the two kernels
-    x.fastest_ci_low / f.first_ci_high AS draft_speedup_ci_low,
-    x.fastest_ci_high / f.first_ci_low AS draft_speedup_ci_high,
+    b.best_ci_low / f.first_ci_high AS draft_speedup_ci_low,
+    b.best_ci_high / f.first_ci_low AS draft_speedup_ci_high,
     b.best_attempt_id,
     b.best_iteration,
     b.best_speedup,
@@ -89,7 +85,6 @@ SELECT
     p.attempt_cost_usd + coalesce(c.extra_cost_usd, 0) AS cost_usd
 FROM per_task p
 LEFT JOIN first_timed f USING (campaign_id, task_id)
-LEFT JOIN fastest x USING (campaign_id, task_id)
 LEFT JOIN best b USING (campaign_id, task_id)
 LEFT JOIN task_calls c USING (campaign_id, task_id)
 ORDER BY p.campaign_id, p.level, p.category, p.task_id

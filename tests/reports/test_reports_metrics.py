@@ -67,7 +67,7 @@ def test_speedup_over_first_draft_median_and_iqr(metrics):
     assert c1["draft_speedup_median"] == 2.0
     assert (c1["draft_speedup_q1"], c1["draft_speedup_q3"]) == (1.5, 2.0)
     t1 = metrics.task_outcomes.filter((pl.col("campaign_id") == "c1") & (pl.col("task_id") == "t1")).row(0, named=True)
-    assert t1["draft_speedup_ci_low"] == pytest.approx(1.8 / 1.1)  # fastest.ci_low / first.ci_high
+    assert t1["draft_speedup_ci_low"] == pytest.approx(1.8 / 1.1)  # best.ci_low / first.ci_high
     assert t1["draft_speedup_ci_high"] == pytest.approx(2.2 / 0.9)
 
 
@@ -162,3 +162,18 @@ def test_runs_on_any_duckdb_connection_with_the_views():
     metrics = compute_metrics(con)
     c1 = group(metrics)
     assert (c1["fast_1"], c1["llm_calls"]) == (0.75, 11)
+
+
+def test_draft_speedup_uses_paired_speedups_and_stays_inside_its_interval(tmp_path):
+    """The reference ran 3x slower during the refined kernel's verification (a loaded machine): raw
+    latencies would claim 1.5x over the draft, the paired speedups say 2x, within both CIs' bounds."""
+    rows = [
+        handmade._attempt("c9", "t1", 0, handmade.FEASIBLE, ms=2.0, speedup=1.0, ci=(0.9, 1.1)),
+        handmade._attempt("c9", "t1", 1, handmade.FEASIBLE, ms=4.0 / 3.0, speedup=2.0, ci=(1.8, 2.2), stage=2,
+                          reward=0.5) | {"reference_ms": 8.0 / 3.0},
+    ]
+    lake = handmade.make_lake(tmp_path / "lake", tables={"campaigns": handmade.campaigns}, extra_attempts=rows)
+    con = lake.connect()
+    outcome = compute_metrics(con, ["c9"]).task_outcomes.row(0, named=True)
+    assert outcome["draft_speedup"] == pytest.approx(2.0)
+    assert outcome["draft_speedup_ci_low"] <= outcome["draft_speedup"] <= outcome["draft_speedup_ci_high"]
