@@ -68,7 +68,7 @@ RESULT_COLUMNS: tuple[Column, ...] = (
     ("draft speedup IQR", lambda r: "–" if _missing(r["draft_speedup_q1"])
         else f"{r['draft_speedup_q1']:.2f}–{r['draft_speedup_q3']:.2f}"),
     ("iterations to first feasible (median)", lambda r: number(r["iterations_to_first_feasible_median"], 1)),
-    ("best kernels flagged implausible", lambda r: number(r["n_flagged_best"], 0)),
+    ("best kernels flagged for review (implausible or noisy timing)", lambda r: number(r["n_flagged_best"], 0)),
 )
 COST_COLUMNS: tuple[Column, ...] = (
     ("LLM calls", lambda r: number(r["llm_calls"], 0)),
