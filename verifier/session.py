@@ -27,6 +27,7 @@ from verifier.sandbox.channel import ChannelClosed, ChannelError, ChannelTimeout
 from verifier.sandbox.runner import SandboxProcess, deadline_in
 from verifier.settings import VerifySettings
 
+READER_STOP_S = 10.0  # the reader ends within ms of EOF; this only bounds a pathology
 STARTUP_S = 60.0  # interpreter + torch import on a loaded 2-core machine
 
 
@@ -58,6 +59,7 @@ class Session:
         self.tol = Tolerance(task.atol, task.rtol, settings.trivial_margin)
         self.child: SandboxProcess | None = None
         self.ref: SandboxProcess | None = None
+        self.ref_thread: threading.Thread | None = None
         self.references: dict[int, TrialOutputs] = {}
         self.ref_error = ""
         self.extra: dict = {}
@@ -90,9 +92,19 @@ class Session:
             return
 
     def close(self) -> None:
-        for proc in (self.child, self.ref):
-            if proc is not None:
-                proc.close()
+        """Kill both processes, let the reference reader see EOF and stop, then close the pipes.
+
+        The order matters: a reader thread still blocked on a descriptor that is closed under it can
+        wake up reading whatever the next verification in this process gets under the same fd number
+        (seen as garbage frames and lost reference outputs when a campaign verifies back to back).
+        """
+        procs = [proc for proc in (self.child, self.ref) if proc is not None]
+        for proc in procs:
+            proc.kill()
+        if self.ref_thread is not None:
+            self.ref_thread.join(timeout=READER_STOP_S)
+        for proc in procs:
+            proc.close()
 
     # ---- phases ------------------------------------------------------------------------------
     def run(self, hack: GateResult) -> tuple[list[GateResult], LatencyResult | None, dict]:
