@@ -79,13 +79,19 @@ def compact(storage: Storage, min_files: int = 2, on_step: Hook | None = None,
     )
 
 
+def _scratch_connection(storage: Storage) -> duckdb.DuckDBPyConnection:
+    """A fresh in-memory DuckDB that can read the lake's files and need not keep row order."""
+    con = duckdb.connect()
+    if not storage.local:
+        con.register_filesystem(storage.fs)
+    con.execute("SET preserve_insertion_order = false")
+    return con
+
+
 def _merge_to_temp(storage: Storage, table: str, sources: list[DataFile]) -> str:
     tmp = storage.temp_path()
-    con = duckdb.connect()
+    con = _scratch_connection(storage)
     try:
-        if not storage.local:
-            con.register_filesystem(storage.fs)
-        con.execute("SET preserve_insertion_order = false")
         relation = con.read_parquet([storage.duck_path(f.path) for f in sources], union_by_name=True)
         if table in SORT_KEYS:
             relation = relation.order(SORT_KEYS[table])
@@ -98,11 +104,8 @@ def _merge_to_temp(storage: Storage, table: str, sources: list[DataFile]) -> str
 def _champions_to_temp(storage: Storage, postings: list[DataFile], docs: list[DataFile], k: int) -> str:
     storage.fs.makedirs(storage.path("champions"), exist_ok=True)  # lakes created before champions
     tmp = storage.temp_path()
-    con = duckdb.connect()
+    con = _scratch_connection(storage)
     try:
-        if not storage.local:
-            con.register_filesystem(storage.fs)
-        con.execute("SET preserve_insertion_order = false")
         con.read_parquet([storage.duck_path(f.path) for f in postings]).create_view("postings_src")
         con.read_parquet([storage.duck_path(f.path) for f in docs]).create_view("docs_src")
         relation = con.sql(sql("champions"), params={"k": int(k), "k1": BM25_K1, "b": BM25_B})

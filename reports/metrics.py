@@ -22,6 +22,7 @@ TOP_ITEMS_PER_STAGE = 5
 TOP_PROVENANCE_ITEMS = 15
 OUTCOMES_VIEW = "report_task_outcomes"  # task_outcomes.sql, read by the aggregate queries
 LABELS_VIEW = "report_item_labels"  # item_labels.sql
+SOLVES_VIEW = "report_solve_context"  # solve_context.sql, read by first_solves and provenance_items
 
 LONG_SCHEMA = {
     "metric": pl.String,
@@ -96,6 +97,8 @@ def compute_metrics(con: duckdb.DuckDBPyConnection, campaign_ids: Sequence[str] 
     helpers = {OUTCOMES_VIEW: outcomes, LABELS_VIEW: query(con, "item_labels")}
     for name, frame in helpers.items():
         con.register(name, frame.to_arrow())
+    helpers[SOLVES_VIEW] = query(con, "solve_context", params)  # after outcomes: it reads them
+    con.register(SOLVES_VIEW, helpers[SOLVES_VIEW].to_arrow())
     try:
         return Metrics(
             campaign_ids=scope,
@@ -105,8 +108,8 @@ def compute_metrics(con: duckdb.DuckDBPyConnection, campaign_ids: Sequence[str] 
             learning_curves=query(con, "learning_curves"),
             speedups=query(con, "speedup_distribution"),
             q_trajectories=query(con, "q_trajectories", params),
-            first_solves=query(con, "first_solves", params),
-            provenance_items=query(con, "provenance_items", {**params, "top_n": TOP_PROVENANCE_ITEMS}),
+            first_solves=query(con, "first_solves"),
+            provenance_items=query(con, "provenance_items", {"top_n": TOP_PROVENANCE_ITEMS}),
         )
     finally:
         for name in helpers:

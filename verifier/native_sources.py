@@ -27,7 +27,8 @@ class NativeSource:
     inline_args: tuple[tuple[str, object], ...] = ()  # load_inline keyword arguments (resolved)
 
 
-def _module_constants(tree: ast.Module) -> dict[str, ast.expr]:
+def module_constants(tree: ast.Module) -> dict[str, ast.expr]:
+    """Module-level ``NAME = expr`` assignments (read statically, never executed)."""
     consts: dict[str, ast.expr] = {}
     for node in tree.body:
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
@@ -85,7 +86,7 @@ def _call_name(func: ast.expr) -> str:
 def extract(source: str) -> tuple[NativeSource, ...]:
     """All loader calls of a candidate with their statically resolved sources."""
     tree = ast.parse(source)
-    consts, names = _module_constants(tree), loader_names(tree)
+    consts, names = module_constants(tree), loader_names(tree)
     names.setdefault("torch.utils.cpp_extension.load_inline", "load_inline")
     found = []
     for node in ast.walk(tree):

@@ -13,6 +13,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from verifier.native_sources import module_constants
+
 CUDA_PRELUDE = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
 CPP_PRELUDE = "#include <torch/extension.h>\n"
 
@@ -42,16 +44,6 @@ class InlineExtension:
 
 
 _POSITIONAL = ("name", "cpp_sources", "cuda_sources", "functions")
-
-
-def _module_assignments(tree: ast.Module) -> dict[str, ast.expr]:
-    found: dict[str, ast.expr] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            found[node.targets[0].id] = node.value
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-            found[node.target.id] = node.value
-    return found
 
 
 def _resolve_text(node: ast.expr | None, names: dict[str, ast.expr], what: str, depth: int = 0) -> str:
@@ -97,7 +89,7 @@ def extract_inline_extensions(candidate_source: str) -> tuple[InlineExtension, .
         tree = ast.parse(candidate_source)
     except SyntaxError as exc:
         raise CandidateFormatError(f"line {exc.lineno}: Python syntax error: {exc.msg}") from None
-    names = _module_assignments(tree)
+    names = module_constants(tree)
     found = []
     for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_load_inline(n)):
         args = dict(zip(_POSITIONAL, call.args))
