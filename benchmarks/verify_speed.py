@@ -113,9 +113,10 @@ def bench_aa(rounds: int, repeats: int) -> dict:
     """Reference against itself through the latency gate's own procedure (in this process)."""
     import torch
 
-    from verifier import inputs as inp
+    from verifier.sandbox import inputs as inp
     from verifier.backends.cpu import CpuBackend
-    from verifier.gates.latency import summarise, time_interleaved
+    from verifier.gates.latency import summarise
+    from verifier.sandbox.timer import time_interleaved
 
     torch.set_num_threads(2)
     out = {}

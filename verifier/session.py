@@ -69,7 +69,7 @@ class Session:
         self.settings.cache_dir.mkdir(parents=True, exist_ok=True)
         threads = self.settings.threads
         if self.plan.runs("correctness"):
-            self.ref = SandboxProcess("verifier.reference_worker", self.ref_cfg, self.workdir / "reference", threads)
+            self.ref = SandboxProcess("verifier.sandbox.reference_worker", self.ref_cfg, self.workdir / "reference", threads)
         self.child = SandboxProcess("verifier.sandbox.child", self.child_cfg, self.workdir / "child", threads)
         if self.ref is not None:
             self.ref_thread = threading.Thread(target=self._collect_references, daemon=True)

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(cwd), "PREFECT_HOME": str(cwd / "prefect")}
-    return subprocess.run([sys.executable, "-m", "evokernel.cli.main", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=300)
 
 

@@ -40,7 +40,7 @@ def test_two_task_campaign_flow_end_to_end(prefect_harness, tmp_path, tiny_build
 
 
 def _campaign_cmd(build: Path, lake: Path, script: Path, config: Path) -> list[str]:
-    return [sys.executable, "-m", "evokernel.cli.main", "campaign", "--build", str(build), "--lake", str(lake),
+    return [sys.executable, "-m", "cli.main", "campaign", "--build", str(build), "--lake", str(lake),
             "--llm", f"scripted:{script}", "--budget", "4", "--campaign-id", "resume-me", "--config", str(config)]
 
 
@@ -99,7 +99,7 @@ def test_dask_task_runner_runs_a_campaign(tmp_path, tiny_build):
     config = tmp_path / "evokernel.toml"
     config.write_text('latency_rounds = 5\nparallel_tasks = 2\ntask_runner = "dask"\n')
     env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "evokernel.cli.main", "campaign", "--build", str(tiny_build.root), "--lake",
+    cmd = [sys.executable, "-m", "cli.main", "campaign", "--build", str(tiny_build.root), "--lake",
            str(tmp_path / "lake"), "--llm", f"scripted:{script}", "--budget", "2", "--campaign-id", "dask",
            "--config", str(config)]
     done = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)

@@ -15,7 +15,7 @@ import pytest
 import torch
 from typer.testing import CliRunner
 
-from evokernel.cli.main import app
+from cli.main import app
 from kernelbench_npu.spec import TaskSpec
 from verifier.api import verify
 from verifier.backends.base import Availability, GateCapability

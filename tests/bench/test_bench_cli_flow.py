@@ -6,7 +6,7 @@ import pytest
 from typer.testing import CliRunner
 
 import bench_fixtures as fx
-from evokernel.cli.main import app
+from cli.main import app
 from kernelbench_npu.spec import load_build
 
 

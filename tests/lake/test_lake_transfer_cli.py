@@ -9,7 +9,7 @@ import pytest
 from lake_fixtures import SEEDS, sample_items
 from typer.testing import CliRunner
 
-from evokernel.cli.main import app
+from cli.main import app
 from memory_lake import Lake, LakeError, NewItem, ValueUpdate
 
 

@@ -7,7 +7,7 @@ import json
 from fake_server import API_KEY, Answer
 from typer.testing import CliRunner
 
-from evokernel.cli.main import app
+from cli.main import app
 
 runner = CliRunner()
 

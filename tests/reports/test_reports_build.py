@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 import reports_handmade_lake as handmade
 from reports_handmade_lake import make_lake
-from evokernel.cli import report_cmd
+from cli import report_cmd
 from memory_lake import Lake
 from reports.build import ReportError, write_report
 from reports.metrics import LONG_SCHEMA
@@ -92,7 +92,7 @@ def test_no_lake_at_the_path_is_a_one_line_error(tmp_path):
 
 
 def test_cli_report_command(handmade_lake_root, tmp_path):
-    main_source = Path(importlib.util.find_spec("evokernel.cli.main").origin).read_text()
+    main_source = Path(importlib.util.find_spec("cli.main").origin).read_text()
     assert '"report_cmd",' in main_source  # registered in COMMAND_MODULES (read, not imported)
     app = typer.Typer()  # only this command: other commands' import errors must not fail this test
     report_cmd.register(app)

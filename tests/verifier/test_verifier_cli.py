@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 from verifier_taskutil import FIXTURES, TASKS
 
-from evokernel.cli.main import app
+from cli.main import app
 
 
 @pytest.fixture()

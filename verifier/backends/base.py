@@ -87,11 +87,6 @@ class Backend(ABC):
         compile gate's failure reason and saves starting the sandbox. Default: none."""
         return ""
 
-    def native_sources(self, candidate_source: str) -> dict[str, str]:
-        """Native (C/C++/CUDA/Ascend C) files embedded in the candidate, {label: text}, read statically,
-        for the hack gate's token checks. Default: none (cuda and ascendc override it)."""
-        return {}
-
     def correctness_task_source(self, task_source: str) -> str:
         """The task source the correctness trials (reference and candidate alike) run on here.
         Default: the task as built; the triton backend shrinks it for its interpreter."""

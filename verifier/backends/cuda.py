@@ -148,17 +148,6 @@ class CudaBackend(Backend):
             return f"cuda candidate format: {exc}"
         return ""
 
-    def native_sources(self, candidate_source: str) -> dict[str, str]:
-        try:
-            exts = extract_inline_extensions(candidate_source)
-        except CandidateFormatError:
-            return {}
-        found: dict[str, str] = {}
-        for i, ext in enumerate(exts):
-            found[f"{ext.name}_{i}.cu"] = ext.cuda_sources
-            found[f"{ext.name}_{i}.cpp"] = ext.cpp_sources
-        return found
-
     def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
         start = time.perf_counter()
         try:

@@ -62,7 +62,7 @@ class Child:
             self.run_sandboxed(backend, build_dir)
 
     def run_sandboxed(self, backend, build_dir: Path) -> None:
-        from verifier import inputs as inp
+        from verifier.sandbox import inputs as inp
         from verifier.sandbox import device_io, integrity, seccomp
 
         problem = inp.load_problem(self.cfg["task_source"])

@@ -1,4 +1,4 @@
-"""The child's correctness and timing phases over the shared input plan (verifier.inputs).
+"""The child's correctness and timing phases over the shared input plan (verifier.sandbox.inputs).
 
 Device-aware through the Backend interface: inputs are made on the CPU from the secret seed and
 placed on ``backend.device()`` (:mod:`verifier.sandbox.device_io`); the candidate's outputs are
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import torch
 
-from verifier import inputs as inp
-from verifier.gates.latency import time_interleaved
+from verifier.sandbox import inputs as inp
+from verifier.sandbox.timer import time_interleaved
 from verifier.sandbox import device_io, integrity
 from verifier.sandbox.child import candidate_error
 

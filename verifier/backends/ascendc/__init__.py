@@ -56,12 +56,6 @@ class AscendCBackend(Backend):
             return f"ascendc candidate format: {exc}"
         return ""
 
-    def native_sources(self, candidate_source: str) -> dict[str, str]:
-        try:
-            return dict(parse_candidate(candidate_source).files)
-        except AscendCFormatError:
-            return {}
-
     def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
         start = time.perf_counter()
         try:

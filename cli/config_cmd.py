@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from evokernel.cli.errors import one_line_errors
+from cli.errors import one_line_errors
 from evokernel.config import ConfigError, load_settings
 
 

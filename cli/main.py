@@ -1,6 +1,6 @@
 """Entry point of the `evokernel` console script.
 
-Each command lives in its own module (``evokernel/cli/<name>_cmd.py``) exposing ``register(app)``;
+Each command lives in its own module (``cli/<name>_cmd.py``) exposing ``register(app)``;
 this module only assembles them and keeps start-up cheap (heavy imports happen inside commands).
 """
 
@@ -32,7 +32,7 @@ COMMAND_MODULES = (
 )
 
 for _name in COMMAND_MODULES:
-    import_module(f"evokernel.cli.{_name}").register(app)
+    import_module(f"cli.{_name}").register(app)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,7 +10,7 @@ from typing import List, Optional
 
 import typer
 
-from evokernel.cli.errors import fail
+from cli.errors import fail
 
 
 def parse_levels(text: str) -> tuple[int, ...]:

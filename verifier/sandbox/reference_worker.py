@@ -1,6 +1,6 @@
 """The trusted reference worker: a separate process that never imports candidate code.
 
-Run as ``python -m verifier.reference_worker IN_FD OUT_FD``. Builds ``Model`` from the task source
+Run as ``python -m verifier.sandbox.reference_worker IN_FD OUT_FD``. Builds ``Model`` from the task source
 with the verification's init seed, computes the outputs of every trial of the plan (same inputs
 as the sandbox child, from the same secret seed) and the errors of trivial predictors (zeros,
 the output mean, an input copy) used by the scale-aware correctness check.
@@ -41,7 +41,7 @@ def main(argv: list[str]) -> int:
     import torch
 
     torch.set_num_threads(cfg["threads"])
-    from verifier import inputs as inp
+    from verifier.sandbox import inputs as inp
 
     problem = inp.load_problem(cfg["task_source"])
     (model,) = inp.build_models(problem, [problem.Model], cfg["init_seed"])

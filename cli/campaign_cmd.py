@@ -9,7 +9,7 @@ from typing import List, Optional
 
 import typer
 
-from evokernel.cli.errors import fail
+from cli.errors import fail
 
 
 def register(app: typer.Typer) -> None:
@@ -38,12 +38,12 @@ def register(app: typer.Typer) -> None:
 
 def run_campaign_cli(**kwargs) -> dict:
     """Run the campaign flow with a live progress bar; one-line errors for expected failures."""
-    from evokernel.cli.prefect_env import apply_prefect_defaults
+    from cli.prefect_env import apply_prefect_defaults
 
     apply_prefect_defaults()
     from evokernel.agent.progress import listen
     from evokernel.agent.runtime import CampaignError
-    from evokernel.cli.progress_bar import CampaignProgress
+    from cli.progress_bar import CampaignProgress
     from evokernel.config import ConfigError, load_settings
     from evokernel.llm.errors import LLMError
     from flows.campaign import campaign as campaign_flow

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from evokernel.cli.errors import EXIT_FAILED, EXIT_OK, fail, one_line_errors
+from cli.errors import EXIT_FAILED, EXIT_OK, fail, one_line_errors
 
 
 def register(app: typer.Typer) -> None:

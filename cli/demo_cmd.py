@@ -27,7 +27,7 @@ def register(app: typer.Typer) -> None:
         llm: str = typer.Option("scripted:demo", "--llm", help="the scripted demo, or a real model spec"),
     ) -> None:
         """Build the bundled CPU benchmark and run a short scripted campaign with a report (offline)."""
-        from evokernel.cli.campaign_cmd import print_summary, run_campaign_cli
+        from cli.campaign_cmd import print_summary, run_campaign_cli
         from kernelbench_npu.build import build_benchmark
 
         started = time.perf_counter()

@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from evokernel.cli.errors import fail, one_line_errors
+from cli.errors import fail, one_line_errors
 
 LAKE_OPT = typer.Option(..., "--lake", help="lake root directory (or fsspec URL)")
 

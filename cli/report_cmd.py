@@ -11,7 +11,7 @@ from typing import List, Optional
 
 import typer
 
-from evokernel.cli.errors import EXIT_FAILED, fail
+from cli.errors import EXIT_FAILED, fail
 
 
 def register(app: typer.Typer) -> None:
