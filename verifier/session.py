@@ -48,7 +48,8 @@ class Session:
                  plan: GatePlan | None = None, task_source: str | None = None) -> None:
         self.task, self.settings, self.workdir = task, settings, workdir
         self.plan = plan or GatePlan(frozenset(("hack", "compile", "correctness", "latency")))
-        common = {"task_source": task.source if task_source is None else task_source, "init_seed": init_seed, "input_seed": input_seed,
+        common = {"task_source": task.source if task_source is None else task_source, "dtype": task.dtype,
+                  "init_seed": init_seed, "input_seed": input_seed,
                   "correctness_trials": settings.correctness_trials, "threads": settings.threads}
         self.ref_cfg = {**common, "nonce": nonces[0]}
         self.child_cfg = {**common, "nonce": nonces[1], "candidate_source": candidate_source, "backend": backend,

@@ -65,7 +65,7 @@ class Child:
         from verifier.sandbox import inputs as inp
         from verifier.sandbox import device_io, integrity, seccomp
 
-        problem = inp.load_problem(self.cfg["task_source"])
+        problem = inp.load_problem(self.cfg["task_source"], self.cfg["dtype"])
         integrity.warm_up()
         backend.before_sandbox()
         backend.synchronize()  # initialises the device context (driver threads) before the snapshot

@@ -43,7 +43,7 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(cfg["threads"])
     from verifier.sandbox import inputs as inp
 
-    problem = inp.load_problem(cfg["task_source"])
+    problem = inp.load_problem(cfg["task_source"], cfg["dtype"])
     (model,) = inp.build_models(problem, [problem.Model], cfg["init_seed"])
     for trial in inp.plan(cfg["correctness_trials"]):
         inputs = inp.inputs_for(problem, cfg["input_seed"], trial)
