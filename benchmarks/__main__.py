@@ -18,6 +18,7 @@ QUICK_ARGS = {
     "verify_speed": ["--repeats", "1", "--rounds", "10"],
     "lake_scale": ["--sizes", "10000,100000"],
     "report_scale": ["--attempts", "20000"],
+    "kernelbench_fidelity": ["--variants", "cpu", "--levels", "1"],
 }
 
 
