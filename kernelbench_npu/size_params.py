@@ -8,7 +8,17 @@ A *site* is one place in the source that holds a size:
   ``bias_shape = (out_channels, 1, 1)``) are not sites: they follow their inputs when the file is
   re-executed;
 - an int literal argument of a tensor factory in ``get_inputs`` (``torch.rand(batch_size, 3, 224,
-  224)``: the 3 and both 224s), keyed ``get_inputs:LINE:COL``.
+  224)``: the 3 and both 224s), keyed ``get_inputs:LINE:COL``;
+- a layer width written inside the model's code (a network's architecture: VGG's
+  ``nn.Conv2d(64, 128, kernel_size=3)``, ``nn.Linear(512 * 7 * 7, 4096)``: the 512 and the 4096,
+  GoogLeNet's ``InceptionModule(192, 64, 96, ...)``): an int literal, or an int literal factor of
+  a product, passed to a torch.nn layer or to a function, class or method of the file, or the
+  int default of such a parameter (Swin's ``def __init__(self, embed_dim=96, ...)``), keyed
+  ``Class.method:LINE:COL``. Its role comes from the parameter it is passed to (``in_channels``,
+  ``hidden_size``; ``kernel_size``, ``num_layers``, ``stride`` are geometry). Only widths that
+  can shrink are sites. Equal widths shrink together, so ``Conv2d(256, 512)`` still feeds
+  ``Linear(512 * 7 * 7, ...)``; a width that is also used where no site is (``x.view(-1, 512)``)
+  makes the model fail on the meta device when halved, and is then pinned (see sizing).
 
 Each site has a role from its name (or, in ``get_inputs``, its position): ``batch``, ``gemm``
 (single-letter matrix dims such as M, N, K), ``channels``, ``spatial``, ``sequence``, ``group``
@@ -28,12 +38,12 @@ from dataclasses import dataclass
 # channels, spatial extents and group counts 8 (a conv with groups=4 keeps 4). A size below twice
 # its floor is never scaled.
 FLOORS = {"batch": 2, "gemm": 64, "sequence": 32, "spatial": 8, "channels": 8, "group": 8}
-_GEOMETRY = re.compile(r"kernel|stride|pad|dilation|head|axis|(^|_)layers$|(^|_)num_layers|(^|_)n_layers?$|reduce_dim|dim_idx|patch|stage|ratio", re.I)
+_GEOMETRY = re.compile(r"kernel|stride|pad|dilation|(^|_)(n|num)_?heads?$|^n?heads?$|axis|(^|_)layers$|(^|_)num_layers|(^|_)n_layers?$|reduce_dim|dim_idx|patch|stage|ratio", re.I)
 _ROLES = (  # (role, name pattern), first match wins
     ("batch", re.compile(r"batch|^b$", re.I)),
     ("group", re.compile(r"group", re.I)),
     ("sequence", re.compile(r"seq|token", re.I)),
-    ("spatial", re.compile(r"(^|_)(height|width|depth|length)(_in)?$|image|spatial|^[dhw](_in)?$|^dim\d$", re.I)),
+    ("spatial", re.compile(r"(^|_)(height|width|depth|length)(_in)?$|image|img|spatial|^[dhw](_in)?$|^dim\d$", re.I)),
     ("gemm", re.compile(r"^[a-z]$", re.I)),
 )
 _OPERATORS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv,
@@ -58,7 +68,7 @@ class Site:
 
     @property
     def scalable(self) -> bool:
-        return self.role in FLOORS and self.value >= 2 * self.floor and not self.dead
+        return self.role in FLOORS and self.value >= 2 * FLOORS[self.role] and not self.dead
 
 
 def find_sites(source: str) -> tuple[Site, ...]:
@@ -70,7 +80,8 @@ def find_sites(source: str) -> tuple[Site, ...]:
             sites += _assignment_sites(node)
         elif isinstance(node, ast.FunctionDef) and node.name == "get_inputs":
             sites += _input_literal_sites(node)
-    return tuple(_mark_dead(sites))
+    sites += _layer_width_sites(tree)
+    return tuple(_mark_dead(sorted(sites, key=lambda s: s.span)))
 
 
 def role_of(name: str, position: int | None = None, arity: int = 0) -> str:
@@ -150,6 +161,102 @@ def _factory_name(func: ast.expr) -> str | None:
     if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "torch":
         return func.attr
     return None
+
+
+# Parameter names of the torch.nn layers whose constructor arguments are widths (positional order).
+_CONV = ("in_channels", "out_channels", "kernel_size", "stride", "padding")
+_NN_PARAMETERS = {
+    **{f"Conv{d}d": _CONV for d in (1, 2, 3)}, **{f"ConvTranspose{d}d": _CONV for d in (1, 2, 3)},
+    "Linear": ("in_features", "out_features"), "Bilinear": ("in1_features", "in2_features", "out_features"),
+    **{f"{kind}Norm{d}d": ("num_features",) for kind in ("Batch", "Instance") for d in (1, 2, 3)},
+    "GroupNorm": ("num_groups", "num_channels"), "LayerNorm": ("normalized_shape",),
+    **{rnn: ("input_size", "hidden_size", "num_layers") for rnn in ("LSTM", "GRU", "RNN")},
+    "MultiheadAttention": ("embed_dim", "num_heads"), "Embedding": ("num_embeddings", "embedding_dim"),
+    "TransformerEncoderLayer": ("d_model", "nhead", "dim_feedforward"),
+    "TransformerDecoderLayer": ("d_model", "nhead", "dim_feedforward"),
+}
+_INPUT_FUNCTIONS = ("get_inputs", "get_init_inputs")
+
+
+def _layer_width_sites(tree: ast.Module) -> list[Site]:
+    """Widths passed to layers inside the file's classes and functions (see the module docstring)."""
+    callables = _callable_parameters(tree)
+    found = []
+    for owner, node in _code_owners(tree):
+        for name, default in _defaults(node.args):
+            site = _site(f"{owner}:{default.lineno}:{default.col_offset}", default.value, role_of(name), default)
+            found += [site] if site.scalable else []
+        for call in ast.walk(node):
+            if not isinstance(call, ast.Call):
+                continue
+            params = _callee_parameters(call.func, callables)
+            if params is None:
+                continue
+            named = [(params[i], arg) for i, arg in enumerate(call.args) if i < len(params)]
+            named += [(kw.arg, kw.value) for kw in call.keywords if kw.arg]
+            for name, arg in named:
+                for leaf in _int_factors(arg):
+                    site = _site(f"{owner}:{leaf.lineno}:{leaf.col_offset}", leaf.value, role_of(name), leaf)
+                    if site.scalable:
+                        found.append(site)
+    return found
+
+
+def _code_owners(tree: ast.Module):
+    """(name, node) of every top-level function and every method of a top-level class."""
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name not in _INPUT_FUNCTIONS:
+            yield node.name, node
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    yield f"{node.name}.{item.name}", item
+
+
+def _defaults(args: ast.arguments) -> list[tuple[str, ast.Constant]]:
+    """(parameter, int literal default) of a signature (``def __init__(self, embed_dim=96)``)."""
+    positional = args.posonlyargs + args.args
+    pairs = list(zip(positional[len(positional) - len(args.defaults):], args.defaults))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None]
+    return [(a.arg, d) for a, d in pairs if isinstance(d, ast.Constant) and type(d.value) is int]
+
+
+def _callable_parameters(tree: ast.Module) -> dict[str, tuple[str, ...]]:
+    """Parameter names (without self) of the file's functions, classes (their __init__) and methods."""
+    found: dict[str, tuple[str, ...]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            found[node.name] = tuple(a.arg for a in node.args.args)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    params = tuple(a.arg for a in item.args.args[1:])
+                    found.setdefault(f"self.{item.name}", params)
+                    if item.name == "__init__":
+                        found[node.name] = params
+    return found
+
+
+def _callee_parameters(func: ast.expr, callables: dict[str, tuple[str, ...]]) -> tuple[str, ...] | None:
+    if isinstance(func, ast.Name):
+        return callables.get(func.id)
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name):
+        if func.value.id == "self":
+            return callables.get(f"self.{func.attr}")
+        if func.value.id == "nn":
+            return _NN_PARAMETERS.get(func.attr)
+    if isinstance(func, ast.Attribute) and ast.unparse(func.value) == "torch.nn":
+        return _NN_PARAMETERS.get(func.attr)
+    return None
+
+
+def _int_factors(node: ast.expr) -> list[ast.Constant]:
+    """The int literal itself, or the int literal factors of a product (``512 * 7 * 7``)."""
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return [node]
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _int_factors(node.left) + _int_factors(node.right)
+    return []
 
 
 def _site(key: str, value: int, role: str, node: ast.expr) -> Site:

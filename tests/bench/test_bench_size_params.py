@@ -75,3 +75,47 @@ def test_a_constant_assigned_again_later_is_dead():
 def test_non_ascii_text_before_a_site_does_not_shift_the_rewrite():
     source = "é = 1; size = 64  # größe\n"
     assert rewrite(source, find_sites(source), {"size": 8}) == "é = 1; size = 8  # größe\n"
+
+
+NETWORK = '''import torch
+import torch.nn as nn
+
+
+class Block(nn.Module):
+    def __init__(self, in_channels, out_channels, stride=1, expansion=64):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, 3, stride, 1)
+
+
+class Model(nn.Module):
+    def __init__(self, num_classes=1000, embed_dim=96, num_heads=16):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 64, kernel_size=7, stride=2, padding=3)
+        self.block = Block(64, 128, 2)
+        self.norm = nn.BatchNorm2d(num_features=128)
+        self.fc = nn.Linear(128 * 7 * 7, num_classes)
+        self.attn = nn.MultiheadAttention(256, 16)
+
+
+batch_size = 2
+'''
+
+
+def test_layer_widths_inside_the_model_are_sites_with_roles_from_their_parameters():
+    sites = {s.key: s for s in find_sites(NETWORK) if not s.key.startswith("batch")}
+    found = {(s.key.split(":")[0], s.value, s.role) for s in sites.values()}
+    assert found == {
+        ("Block.__init__", 64, "channels"),  # the default of expansion
+        ("Model.__init__", 1000, "channels"), ("Model.__init__", 96, "channels"),  # defaults; num_heads: geometry
+        ("Model.__init__", 64, "channels"),  # Conv2d out_channels and Block's in_channels (3, 7, 2, 3: not sizes)
+        ("Model.__init__", 128, "channels"),  # Block's out_channels, BatchNorm's num_features, the 128 of 128 * 7 * 7
+        ("Model.__init__", 256, "channels"),  # MultiheadAttention's embed_dim (16 heads: geometry)
+    }
+    assert sum(s.value == 128 for s in sites.values()) == 3 and sum(s.value == 64 for s in sites.values()) == 3
+    new = rewrite(NETWORK, find_sites(NETWORK), {k: 32 for k, s in sites.items() if s.value == 128})
+    assert "Block(64, 32, 2)" in new and "nn.Linear(32 * 7 * 7, num_classes)" in new and "num_features=32" in new
+
+
+def test_a_zero_size_is_never_scalable():
+    sites = {s.key: s for s in find_sites("ghost_clusters = 0\nnum_clusters = 32\n")}
+    assert not sites["ghost_clusters"].scalable and sites["num_clusters"].scalable
