@@ -42,7 +42,8 @@ def _adapt(request: dict) -> dict:
         return {"load_error": str(exc)}
     profile = CPU_2CORE
     try:
-        lint = fit_to_budget(source, profile.target_ms, profile.keep_below_ms, profile.memory_bytes, "float32", path)
+        lint = fit_to_budget(source, profile.target_ms, profile.keep_below_ms, profile.memory_bytes, "float32", path,
+                             profile.budget_ms)
         task = lint if request["shrink"] else original_fit(source, estimate_cost(source, "float32", path))
     except CostError as exc:
         return {"cost_error": str(exc)}

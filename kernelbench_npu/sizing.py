@@ -21,12 +21,14 @@ odd, a non-multiple of 8 never becomes one). Everything is deterministic: no tim
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass
 
 from kernelbench_npu.cost import Cost, CostError, cost_from_dict, estimate_cost
 from kernelbench_npu.size_params import FLOORS, Site, find_sites, rewrite
 
 BALANCE_MIN_SIZE = 64  # dims at least this large count in the balance figure
+SLACK = 4.0  # a task that cannot reach the target keeps sizes up to 4x slower than its smallest
 MAX_STEPS = 400
 
 
@@ -104,9 +106,14 @@ def halve(value: int, times: int) -> int:
 
 
 def fit_to_budget(source: str, target_ms: float, keep_below_ms: float, memory_bytes: int,
-                  dtype: str = "float32", path: str = "<problem>") -> SizeFit:
+                  dtype: str = "float32", path: str = "<problem>", budget_ms: float | None = None) -> SizeFit:
     """Shrink the task's sizes together until the estimate is <= ``target_ms`` and its footprint
     <= ``memory_bytes``; tasks already <= ``keep_below_ms`` (and within memory) keep their sizes.
+
+    When floors or pinned sizes (a 224x224 image feeding a fixed classifier) keep ``target_ms`` out
+    of reach, crushing every other size to its floor buys little: the task goes back to the first
+    sizes on the way whose estimate is within ``SLACK`` times that of the smallest sizes (and
+    within ``budget_ms``), so VGG keeps a quarter of its channels rather than 8 of each.
 
     Raises CostError when the original sizes cannot run on the meta device."""
     sites = find_sites(source)
@@ -116,13 +123,18 @@ def fit_to_budget(source: str, target_ms: float, keep_below_ms: float, memory_by
         return SizeFit(source, original, original, _dims(sites, {}, {}, "kept: the original sizes fit"), cost,
                        "original sizes (estimate within budget)")
     search = _Search(source, sites, dtype, path, cost)
-    fits = search.run(lambda c: c.estimated_ms <= target_ms and c.footprint_bytes <= memory_bytes)
+    note = "shrunk together in {} halvings"
+    if not search.run(lambda c: c.estimated_ms <= target_ms and c.footprint_bytes <= memory_bytes):
+        smallest = search.cost.estimated_ms
+        limit = min(budget_ms if budget_ms is not None else math.inf, max(target_ms, SLACK * smallest))
+        if search.go_back(lambda c: c.estimated_ms <= limit and c.footprint_bytes <= memory_bytes):
+            note += (f" to the first sizes within {limit:.3g} ms ({SLACK:g}x the {smallest:.3g} ms of the smallest "
+                     f"sizes: floors and pinned sizes keep {target_ms:g} ms out of reach)")
+        else:
+            note = f"could not reach {target_ms:g} ms: every size is at its floor or pinned ({{}} halvings)"
     values = {s.key: halve(s.value, search.exponents.get(s.key, 0)) for s in sites}
     dims = _dims(sites, search.exponents, search.stopped, "")
-    steps = sum(search.exponents.values())
-    note = f"shrunk together in {steps} halvings" if fits else \
-        f"could not reach {target_ms:g} ms: every size is at its floor or pinned ({steps} halvings)"
-    return SizeFit(search.source, original, values, dims, search.cost, note)
+    return SizeFit(search.source, original, values, dims, search.cost, note.format(sum(search.exponents.values())))
 
 
 class _Search:
@@ -140,8 +152,10 @@ class _Search:
         self.exponents: dict[str, int] = {s.key: 0 for s in sites if s.scalable}
         self.stopped: dict[str, str] = {}
         self.units: list[tuple[Site, ...]] = _initial_units([s for s in sites if s.scalable])
+        self.history: list[tuple[dict[str, int], str, Cost, dict[str, str]]] = []  # states before each halving
 
     def run(self, fits) -> bool:
+        """Halve until ``fits(cost)`` (True) or nothing can move (False); every state is kept."""
         for _ in range(MAX_STEPS):
             if fits(self.cost):
                 return True
@@ -150,6 +164,16 @@ class _Search:
                 return False
             self._step(unit)
         return fits(self.cost)
+
+    def go_back(self, good_enough) -> bool:
+        """Return to the first state on the way whose cost is ``good_enough``; False if none was
+        before the current one. Sizes found pinned stay pinned; floors reached later do not count."""
+        for exponents, source, cost, stopped in self.history:
+            if good_enough(cost):
+                self.exponents, self.source, self.cost = exponents, source, cost
+                self.stopped = {k: v for k, v in stopped.items() if v.startswith("pinned")}
+                return True
+        return False
 
     def _movable(self) -> list[tuple[Site, ...]]:
         return [u for u in self.units if u[0].key not in self.stopped]
@@ -188,6 +212,7 @@ class _Search:
             cost = estimate_cost(candidate, self.dtype, self.path)
         except CostError as exc:
             return str(exc)
+        self.history.append((self.exponents, self.source, self.cost, dict(self.stopped)))
         self.exponents, self.source, self.cost = trial, candidate, cost
         return None
 
@@ -208,7 +233,7 @@ def _dims(sites: tuple[Site, ...], exponents: dict[str, int], stopped: dict[str,
         elif s.role == "geometry":
             note = "geometry (kernel, stride, padding, heads, layers, axes): never scaled"
         elif not s.scalable:
-            note = f"below twice its floor ({s.role} >= {s.floor}): never scaled"
+            note = f"below twice its floor ({s.role} >= {FLOORS[s.role]}): never scaled"
         else:
             note = stopped.get(s.key, default)
         dims.append(DimShrink(s.key, role, s.value, halve(s.value, exponents.get(s.key, 0)), note))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from bench_fixtures import GOOD_MATMUL, problem
 from kernelbench_npu.cost import CostError, estimate_cost
-from kernelbench_npu.loader import load_problems
+from kernelbench_npu.loader import check_runtime, load_problems
 from kernelbench_npu.plan import BUNDLED_DIR
 from kernelbench_npu.sizing import fit_to_budget, halve
 from kernelbench_npu.variants import CPU_2CORE
@@ -90,13 +92,32 @@ def test_sizes_the_model_ties_together_move_together():
 
 
 def test_a_size_the_architecture_fixes_is_pinned_with_the_reason():
-    flatten = problem("return self.fc(torch.flatten(x, 1))", init="self.fc = nn.Linear(3 * 224 * 224, 10)",
+    flatten = problem("return self.fc(torch.flatten(x, 1))", init="self.fc = nn.Linear(150528, 10)  # 3 * 224 * 224",
                       inputs="[torch.rand(batch_size, 3, 224, 224)]", consts="batch_size = 4096")
     fit = _fit(flatten)
     notes = {d.key: d.note for d in fit.dims}
     assert fit.adapted["batch_size"] < 4096
     assert all("pinned: the model does not run with 112" in notes[k] for k in notes if k.startswith("get_inputs") and
                fit.original[k] == 224)
+
+
+VGG_LIKE = problem(
+    "return self.fc(torch.flatten(self.pool(torch.relu(self.conv2(torch.relu(self.conv1(x))))), 1))",
+    init="self.conv1 = nn.Conv2d(3, 256, kernel_size=3, padding=1)\nself.conv2 = nn.Conv2d(256, 512, 3, padding=1)\n"
+         "self.pool = nn.MaxPool2d(32)\nself.fc = nn.Linear(512 * 8 * 8, 4096)",
+    inputs="[torch.rand(batch_size, 3, 256, 256)]", consts="batch_size = 64")
+
+
+def test_layer_widths_in_the_model_shrink_together_and_pinned_networks_stop_within_budget():
+    fit = fit_to_budget(VGG_LIKE, CPU_2CORE.target_ms, CPU_2CORE.keep_below_ms, CPU_2CORE.memory_bytes,
+                        budget_ms=CPU_2CORE.budget_ms)
+    widths = {d.original: d.adapted for d in fit.dims if d.key.startswith("Model.__init__")}
+    assert set(widths) == {256, 512, 4096} and all(widths[w] < w for w in widths)  # 3 and the kernel: not sites
+    assert f"nn.Linear({widths[512]} * 8 * 8, {widths[4096]})" in fit.source  # 512 shrank in the conv and the fc
+    spatial = [d for d in fit.dims if d.role == "spatial"]
+    assert spatial and all(d.adapted == 256 and d.note.startswith("pinned") for d in spatial)  # fixed by the 8 * 8
+    assert "to the first sizes within" in fit.note and 4 < fit.cost.estimated_ms <= 250  # not crushed to the floors
+    assert widths[512] > 8
 
 
 def test_floors_keep_the_operator_class_and_say_so():
@@ -117,3 +138,12 @@ def test_every_bundled_problem_fits_the_cpu_profile():
         fit = _fit(p.source)
         assert fit.cost.estimated_ms <= CPU_2CORE.keep_below_ms, p.task_id
         assert fit.cost.footprint_bytes <= CPU_2CORE.memory_bytes, p.task_id
+
+
+def test_a_model_whose_init_asks_a_tensor_for_its_value_is_checked_and_costed():
+    # Swin: dpr = [x.item() for x in torch.linspace(0, rate, depth)] in __init__ (no value on the meta device)
+    swin_like = problem("return self.fc(x) * self.rate", init="self.rate = torch.linspace(0, 1, 3)[1].item()\n"
+                        "self.fc = nn.Linear(dim, dim)", consts="batch_size = 4096\ndim = 4096")
+    check_runtime(Path("swin_like.py"), swin_like)
+    fit = _fit(swin_like)
+    assert fit.cost.flops < 2 * 4096 ** 3 and fit.cost.estimated_ms <= CPU_2CORE.target_ms
