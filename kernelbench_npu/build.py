@@ -80,7 +80,7 @@ def build_benchmark(backend: str, sources: Sequence[Path] = (), levels: Sequence
         variant = replace(variant, lint_task_timeout_s=float(task_timeout_s))
     say(f"sizing the problems for {backend} on the meta device ...")
     plan = plan_build(variant, sources, levels, include_bundled, *pool_shape(workers),
-                      timeout_s=min(ADAPT_TIMEOUT_S, variant.lint_task_timeout_s), progress=say)
+                      timeout_s=task_timeout_s or ADAPT_TIMEOUT_S, progress=say)
     say(f"planned {len(plan.tasks)} tasks for {backend} ({len(plan.load_errors)} files skipped), hash {plan.build_hash[:12]}")
     for error in plan.load_errors:
         say(f"skipped {error}")

@@ -86,6 +86,28 @@ def make_inputs(problem: types.ModuleType, dtype: str, seed: int) -> list:
     return [cast(x, dtype) for x in problem.get_inputs()]
 
 
+def needs_real_values(exc: BaseException) -> bool:
+    """True when ``exc`` says a meta tensor was asked for a value (``x.item()`` in ``__init__``)."""
+    return isinstance(exc, RuntimeError) and "meta tensor" in str(exc)
+
+
+def meta_instance(problem: types.ModuleType, dtype: str, seed: int) -> Instance:
+    """The task on PyTorch's ``meta`` device: nothing allocated, except for a model whose
+    ``__init__`` needs values (Swin's ``[x.item() for x in torch.linspace(...)]``): that one is
+    built on the CPU, from the same seed, and moved to meta."""
+    import torch
+
+    try:
+        with torch.device("meta"):
+            return instantiate(problem, dtype, seed)
+    except RuntimeError as exc:
+        if not needs_real_values(exc):
+            raise
+    model = build_model(problem, dtype, seed).to("meta")
+    with torch.device("meta"):
+        return Instance(model, make_inputs(problem, dtype, seed))
+
+
 def instantiate(problem: types.ModuleType, dtype: str, seed: int, input_seed: int | None = None) -> Instance:
     """The model (built under ``seed``) and inputs (drawn under ``input_seed``, default ``seed``).
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelbench_npu.categories import infer_category
-from kernelbench_npu.instantiate import load_module
+from kernelbench_npu.instantiate import load_module, needs_real_values
 
 REQUIRED_FUNCTIONS = ("get_inputs", "get_init_inputs")
 _LEVEL_DIR = re.compile(r"^level(\d)$")
@@ -161,7 +161,8 @@ def _category_tag(path: Path, tree: ast.Module) -> str | None:
 
 
 def check_runtime(path: Path, source: str) -> None:
-    """Run the module and its two input functions on the meta device; raise ProblemError on misuse."""
+    """Run the module and its two input functions on the meta device (a model whose ``__init__`` needs
+    real values is built on the CPU); raise ProblemError on misuse."""
     import torch
 
     try:
@@ -181,8 +182,14 @@ def check_runtime(path: Path, source: str) -> None:
                 raise ProblemError(f"{path}: get_inputs()[{i}] is a {type(value).__name__}, expected a tensor or number")
         try:
             model_cls(*init_inputs)
+            return
         except Exception as exc:  # noqa: BLE001
-            raise ProblemError(f"{path}: Model(*get_init_inputs()) failed: {_one_line(exc)}") from None
+            if not needs_real_values(exc):
+                raise ProblemError(f"{path}: Model(*get_init_inputs()) failed: {_one_line(exc)}") from None
+    try:  # __init__ asks a tensor for its value (x.item()): build the model for real on the CPU
+        model_cls(*_call(path, module, "get_init_inputs"))
+    except Exception as exc:  # noqa: BLE001
+        raise ProblemError(f"{path}: Model(*get_init_inputs()) failed: {_one_line(exc)}") from None
 
 
 def _call(path: Path, module, name: str) -> list:
