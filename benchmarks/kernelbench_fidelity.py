@@ -1,12 +1,13 @@
 """KernelBench fidelity: build a real KernelBench checkout in each variant and report what survives.
 
 ``python -m benchmarks.kernelbench_fidelity [--source DIR] [--variants cpu,ascendc] [--levels 1,2]
-[--rebuild] [--out DIR]``. Per variant: wall time (with the machine's load average and a speed probe,
+[--rebuild] [--out DIR] [--calibrate]``. Per variant: wall time (with the machine's load average and a speed probe,
 since timings from a shared machine are noisy), ok/quarantined per level, every quarantine reason,
 how tasks were linted, the share of balanced-shrink tasks (largest over smallest shrink factor of
 the sizes >= 64 at most 16), and the cost model against the forward times lint measured.
 ``--rebuild`` builds the first variant again and compares manifest.parquet, problems/ and
-build.json byte for byte. The checkout defaults to $KERNELBENCH_DIR, then /work/kernelbench/KernelBench.
+build.json byte for byte. ``--calibrate`` measures the cost model's rates on this machine
+instead (matmul, bandwidth, conv, transposed conv, recurrent cells). The checkout defaults to $KERNELBENCH_DIR, then /work/kernelbench/KernelBench.
 """
 
 from __future__ import annotations
@@ -45,6 +46,42 @@ def speed_probe() -> str:
         best_mm, best_add = min(best_mm, t1 - t0), min(best_add, time.perf_counter() - t1)
     torch.set_num_threads(threads)
     return f"{2 * 512 ** 3 / best_mm / 1e9:.1f} GFLOP/s matmul, {3 * x.numel() * 4 / best_add / 1e9:.1f} GB/s add"
+
+
+def _best_seconds(fn, repeats: int = 7) -> float:
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def calibrate() -> None:
+    """Measure the cost model's rates on this machine (best of 7, 2 threads) next to its constants."""
+    import torch
+
+    from kernelbench_npu import cost
+
+    torch.set_num_threads(2)
+    torch.set_grad_enabled(False)
+    a, x = torch.rand(1024, 1024), torch.rand(1 << 24)
+    image, conv = torch.rand(8, 64, 56, 56), torch.nn.Conv2d(64, 64, 3, padding=1)
+    up = torch.nn.ConvTranspose2d(64, 32, 3, stride=2)
+    rows = [("matmul GFLOP/s", 2 * 1024 ** 3 / _best_seconds(lambda: a @ a) / 1e9, cost.FLOPS_PER_S["matmul"] / 1e9),
+            ("elementwise GB/s", 3 * x.numel() * 4 / _best_seconds(lambda: x + x) / 1e9, cost.BYTES_PER_S / 1e9),
+            ("conv2d 3x3 GFLOP/s", 2 * 8 * 56 * 56 * 64 * 64 * 9 / _best_seconds(lambda: conv(image)) / 1e9,
+             cost.FLOPS_PER_S["convolution"] / 1e9),
+            ("conv_transpose2d GFLOP/s", 2 * 8 * 56 * 56 * 64 * 32 * 9 / _best_seconds(lambda: up(image)) / 1e9,
+             cost.FLOPS_PER_S["conv_transpose"] / 1e9)]
+    seq = torch.rand(128, 2, 32)
+    for name, cls in (("lstm", torch.nn.LSTM), ("gru", torch.nn.GRU), ("rnn_tanh", torch.nn.RNN)):
+        layer = cls(32, 32, 6, bidirectional=True)  # tiny cells: the fixed cost per cell update dominates
+        rows.append((f"{name} us per cell step", _best_seconds(lambda: layer(seq)) * 1e6 / (128 * 12),
+                     cost.SECONDS_PER_CELL_STEP[name] * 1e6))
+    print(f"calibration ({machine()}):")
+    for name, measured, model in rows:
+        print(f"  {name:<26} measured {measured:8.2f}   cost model {model:8.2f}")
 
 
 def machine() -> str:
@@ -109,7 +146,11 @@ def main() -> None:
     parser.add_argument("--levels", default="1,2")
     parser.add_argument("--rebuild", action="store_true", help="rebuild the first variant and compare bytes")
     parser.add_argument("--out", type=Path, default=None, help="keep the builds here (default: a temp dir)")
+    parser.add_argument("--calibrate", action="store_true", help="measure the cost model's rates here, build nothing")
     args = parser.parse_args()
+    if args.calibrate:
+        calibrate()
+        return
     source = args.source or next((Path(p) for p in DEFAULT_SOURCES if p and Path(p).is_dir()), None)
     if source is None or not source.is_dir():
         print("kernelbench_fidelity: skipped (no KernelBench checkout: pass --source or set KERNELBENCH_DIR)")

@@ -8,15 +8,16 @@ estimate is deterministic: the sizes the size profile picks (and the build's byt
 on how busy the machine is.
 
 The time estimate is per op: FLOPs at the op family's rate, plus bytes at the memory bandwidth,
-plus a fixed per-op overhead. Rates calibrated on this project's 2-core build host (torch 2.13
-CPU, 2 threads, fp32, ``python -m benchmarks.kernelbench_fidelity --calibrate``).
+plus a fixed per-op overhead (recurrent layers: plus a fixed cost per cell update). Rates
+calibrated on this project's 2-core build host (torch 2.13 CPU, 2 threads, fp32); ``python -m
+benchmarks.kernelbench_fidelity --calibrate`` measures them again on the machine it runs on.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kernelbench_npu.instantiate import instantiate, load_module
+from kernelbench_npu.instantiate import load_module, meta_instance
 
 GFLOP = 1e9
 FLOPS_PER_S = {  # by aten op family
@@ -67,8 +68,8 @@ def estimate_cost(source: str, dtype: str = "float32", path: str = "<problem>") 
 
     try:
         module = load_module(source, path)
+        instance = meta_instance(module, dtype, SEED)
         with torch.device("meta"):
-            instance = instantiate(module, dtype, SEED)
             counter = _counter_class()()
             with torch.no_grad(), counter, _recurrent_class()(counter):
                 out = instance.model(*instance.inputs)
@@ -146,6 +147,9 @@ def attention_flops(args: tuple) -> int:
 
 
 _GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+# Fixed cost of one cell update on top of its FLOPs: CPU LSTM runs a fused cell; GRU and RNN cells
+# are several small ops each, which dominate at KernelBench's small hidden sizes.
+SECONDS_PER_CELL_STEP = {"lstm": 2e-6, "gru": 12e-6, "rnn_tanh": 6e-6, "rnn_relu": 6e-6}
 
 
 def recurrent_cost(name: str, args: tuple) -> tuple[int, tuple]:
@@ -169,6 +173,13 @@ def recurrent_cost(name: str, args: tuple) -> tuple[int, tuple]:
     return flops, outputs + tuple(torch.empty_like(h) for h in states)
 
 
+def cell_steps(args: tuple) -> int:
+    """Time steps x layers x directions of a recurrent call (each one a cell update)."""
+    x, _hx, _params, _bias, layers, _dropout, _train, bidirectional, batch_first = args[:9]
+    steps = x.shape[1 if batch_first and x.dim() == 3 else 0]
+    return steps * layers * (2 if bidirectional else 1)
+
+
 def _recurrent_class():
     import torch
     from torch.overrides import TorchFunctionMode
@@ -189,7 +200,9 @@ def _recurrent_class():
                 return func(*args, **(kwargs or {}))
             flops, outputs = recurrent_cost(name, args)
             moved = sum(_nbytes(t) for t in [args[0], *args[2], *outputs])
-            self.counter.add(flops, moved, flops / FLOPS_PER_S["matmul"] + moved / BYTES_PER_S + SECONDS_PER_OP)
+            cells = cell_steps(args)
+            self.counter.add(flops, moved, flops / FLOPS_PER_S["matmul"] + moved / BYTES_PER_S + SECONDS_PER_OP
+                             + cells * SECONDS_PER_CELL_STEP[name])
             return outputs
 
     return RecurrentCost
