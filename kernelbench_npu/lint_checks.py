@@ -14,7 +14,9 @@ output is rounding noise), or when a trivial output passes the verifier's rule
 all zeros, a constant fill, an input returned unchanged, or one fixed tensor whatever the inputs.
 A trivial output that passes under some distributions only (ReLU is the identity on
 ``torch.rand``'s non-negative inputs) does not quarantine the task: it is recorded in ``notes``,
-and the verifier's other distributions catch it.
+and the verifier's other distributions catch it. A trivial network whose BatchNorm layers still
+hold their initial running statistics says so in its reason (in eval mode they are the identity;
+KernelBench runs references in training mode).
 
 The tolerance is scale-aware (:func:`kernelbench_npu.tolerance.tolerances`) and then raised so
 that the reference's own rounding error (against float64, under every distribution) passes with a
@@ -88,7 +90,7 @@ def lint_source(source: str, dtype: str, path: str = "<problem>") -> LintOutcome
     reasons += _determinism(module, dtype, pristine, out, repeat, atol, rtol)
     reasons += _rounding_noise(counted, atol, rtol)
     trivial, notes = _triviality(counted, atol, rtol)
-    reasons += trivial
+    reasons += trivial + (_initial_batch_norm_note(model) if trivial else [])
     status = "quarantined" if reasons else "ok"
     return LintOutcome(status, "; ".join(reasons) or None, round_sig(reference_ms, 3), scale, atol, rtol,
                        "; ".join(notes) or None)
@@ -203,6 +205,19 @@ def _input_pairs(draw: _Draw, i: int) -> list:
 
 def _all_pass(pairs: list, atol: float, rtol: float) -> bool:
     return bool(pairs) and all(passes(guess, target, atol, rtol) for guess, target in pairs)
+
+
+def _initial_batch_norm_note(model) -> list[str]:
+    """Why a network can be trivial here and not in KernelBench: references run in eval mode, where
+    a BatchNorm on its initial running statistics (mean 0, variance 1) is the identity; KernelBench
+    never calls eval(), so its BatchNorm layers normalise with batch statistics."""
+    norms = [m for m in model.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+             and m.running_mean is not None and not bool(m.running_mean.any()) and bool((m.running_var == 1).all())]
+    if not norms:
+        return []
+    layers = "its BatchNorm layer runs" if len(norms) == 1 else f"its {len(norms)} BatchNorm layers run"
+    return [f"in eval mode {layers} on initial running statistics (mean 0, variance 1), i.e. as the identity "
+            "(KernelBench runs references in training mode, on batch statistics)"]
 
 
 def _determinism(module, dtype: str, inputs: list, out, repeat, atol: float, rtol: float) -> list[str]:

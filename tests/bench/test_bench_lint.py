@@ -74,3 +74,10 @@ def test_pool_quarantines_only_the_hanging_and_crashing_tasks():
     assert "lint worker exited with code 3" in results["crash"].reason
     assert "reference failed: RuntimeError: bad reference" in results["raises"].reason
     assert all(r.status == "quarantined" for k, r in results.items() if not k.startswith("good"))
+
+
+def test_a_batch_norm_on_initial_statistics_says_why_it_is_trivial_here():
+    outcome = lint_source(fx.problem("return self.bn(x)", init="self.bn = nn.BatchNorm1d(dim)"), "float32")
+    assert outcome.status == "quarantined" and "returning input 0 unchanged passes" in outcome.reason
+    assert "in eval mode its BatchNorm layer runs on initial running statistics" in outcome.reason
+    assert "KernelBench runs references in training mode" in outcome.reason
