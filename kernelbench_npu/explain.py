@@ -1,8 +1,9 @@
 """``evokernel build --explain TASK_ID``: one task of a build, as a person reads it.
 
-Original vs adapted sizes (per size site: role, shrink, why a size was left alone), the task's
-input and output shapes, the cost estimate, the tolerance, how the reference was linted, the
-verdict with every reason, and the forward time the build measured.
+Original vs adapted sizes (per size site: role, shrink, why a size was left alone; equal layer
+widths in the model's code on one line), the task's input and output shapes, the cost estimate,
+the tolerance, how the reference was linted, the verdict with every reason, and the forward time
+the build measured.
 """
 
 from __future__ import annotations
@@ -33,9 +34,9 @@ def explain_task(root: str | Path, task_id: str) -> str:
     if row.get("lint_notes"):
         lines.append(f"  marked         {row['lint_notes']}")
     lines.append(f"  notes          {row['notes']}")
-    if timing:
-        lines.append(f"  measured       {_ms(timing.get('lint_forward_ms'))} per forward at the sizes linted"
-                     " (measurements.parquet)")
+    forward = timing.get("lint_forward_ms")
+    lines.append(f"  measured       {forward:g} ms per forward at the sizes linted (measurements.parquet)" if forward
+                 is not None else "  measured       nothing: the reference was not run here")
     return "\n".join(lines)
 
 
@@ -46,6 +47,7 @@ def _sizes(row: dict) -> list[str]:
     balance = row.get("balance")
     out = ["  sizes          original -> adapted" + (f"  (balance {balance:.3g}: largest/smallest shrink of sizes >= 64)"
                                                     if balance else "")]
+    scalable = _grouped(scalable)
     width = max((len(d["key"]) for d in scalable), default=0)
     for d in scalable:
         change = f"{d['original']} -> {d['adapted']}"
@@ -55,6 +57,16 @@ def _sizes(row: dict) -> list[str]:
     if fixed:
         out.append("    never scaled (geometry, unused): " + ", ".join(f"{d['key']}={d['original']}" for d in fixed))
     return out if dims else ["  sizes          (no size constants)"]
+
+
+def _grouped(dims: list[dict]) -> list[dict]:
+    """Layer widths written in the model's code (keys ``Class.method:LINE:COL``) that share a role,
+    a size and a fate print as one line: ``Model.__init__:14:22 (+11)``."""
+    groups: dict[tuple, list[dict]] = {}
+    for d in dims:
+        code = ":" in d["key"] and not d["key"].startswith("get_inputs:")
+        groups.setdefault((d["role"], d["original"], d["adapted"], d["note"]) if code else (d["key"],), []).append(d)
+    return [{**g[0], "key": g[0]["key"] + (f" (+{len(g) - 1})" if len(g) > 1 else "")} for g in groups.values()]
 
 
 def _row(root: Path, task_id: str) -> dict:
@@ -74,6 +86,3 @@ def _measurement(root: Path, task_id: str) -> dict:
     rows = [r for r in pq.read_table(path).to_pylist() if r["task_id"] == task_id]
     return rows[0] if rows else {}
 
-
-def _ms(value) -> str:
-    return "not run" if value is None else f"{value:g} ms"
