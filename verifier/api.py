@@ -22,9 +22,9 @@ from verifier.backends import get_backend
 from verifier.feedback import format_feedback
 from verifier.gate_plan import plan_gates
 from verifier.gates.hack import static_gate
-from verifier.result import GateResult, Verdict
+from verifier.result import GateResult, SessionFacts, Verdict
 from verifier.seeds import derive_seed, new_master_seed
-from verifier.session import InfrastructureError, Session
+from verifier.session import InfrastructureError, Secrets, Session
 from verifier.settings import VerifySettings
 
 
@@ -51,15 +51,17 @@ def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
         return _finish(Verdict(task.task_id, backend, code_sha, (hack, gate)))
     seed = settings.seed if settings.seed is not None else new_master_seed()
     workdir = Path(tempfile.mkdtemp(prefix="evokernel-verify-"))
-    session = Session(task, candidate_source, backend, settings, workdir,
-                      init_seed=derive_seed(seed, "init"), input_seed=derive_seed(seed, "inputs"),
-                      nonces=(secrets.token_hex(16), secrets.token_hex(16)), plan=plan,
+    keys = Secrets(init_seed=derive_seed(seed, "init"), input_seed=derive_seed(seed, "inputs"),
+                   child_nonce=secrets.token_hex(16), reference_nonce=secrets.token_hex(16))
+    session = Session(task, candidate_source, backend, settings, workdir, keys, plan,
                       task_source=backend_impl.correctness_task_source(task.source))
     try:
-        gates, latency, extra = session.run(hack)
-        verdict = Verdict(task.task_id, backend, code_sha, tuple(gates), latency, extra={**extra, "seed": seed})
+        result = session.run_gates(hack)
+        verdict = Verdict(task.task_id, backend, code_sha, result.gates, result.latency,
+                          facts=replace(result.facts, seed=seed))
     except InfrastructureError as exc:
-        verdict = Verdict(task.task_id, backend, code_sha, (hack,), infrastructure_error=str(exc), extra={"seed": seed})
+        verdict = Verdict(task.task_id, backend, code_sha, (hack,), infrastructure_error=str(exc),
+                          facts=SessionFacts(seed=seed))
     finally:
         session.close()
         shutil.rmtree(workdir, ignore_errors=True)
