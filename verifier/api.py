@@ -44,6 +44,7 @@ def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
     hack = static_gate(candidate_source, task.dtype, settings.disabled_checks, backend_impl.static_imports)
     if not hack.passed:
         return _finish(Verdict(task.task_id, backend, code_sha, (hack,)))
+    plan = plan_gates(backend_impl.availability_for(candidate_source, availability))
     start = time.perf_counter()
     problem = backend_impl.precheck(candidate_source)
     if problem:
@@ -54,7 +55,8 @@ def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
     session = Session(task, candidate_source, backend, settings, workdir,
                       init_seed=derive_seed(seed, "init"), input_seed=derive_seed(seed, "inputs"),
                       nonces=(secrets.token_hex(16), secrets.token_hex(16)), plan=plan,
-                      task_source=backend_impl.correctness_task_source(task.source))
+                      task_source=backend_impl.correctness_task_source(task.source),
+                      backend_context=backend_impl.compile_context(task))
     try:
         gates, latency, extra = session.run(hack)
         verdict = Verdict(task.task_id, backend, code_sha, tuple(gates), latency, extra={**extra, "seed": seed})

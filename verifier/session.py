@@ -45,7 +45,8 @@ class _Stop(Exception):
 class Session:
     def __init__(self, task: TaskSpec, candidate_source: str, backend: str, settings: VerifySettings,
                  workdir: Path, init_seed: int, input_seed: int, nonces: tuple[str, str],
-                 plan: GatePlan | None = None, task_source: str | None = None) -> None:
+                 plan: GatePlan | None = None, task_source: str | None = None,
+                 backend_context: dict[str, str] | None = None) -> None:
         self.task, self.settings, self.workdir = task, settings, workdir
         self.plan = plan or GatePlan(frozenset(("hack", "compile", "correctness", "latency")))
         common = {"task_source": task.source if task_source is None else task_source, "init_seed": init_seed, "input_seed": input_seed,
@@ -53,6 +54,7 @@ class Session:
         self.ref_cfg = {**common, "nonce": nonces[0]}
         self.child_cfg = {**common, "nonce": nonces[1], "candidate_source": candidate_source, "backend": backend,
                           "gates": sorted(self.plan.runnable), "cache_dir": str(settings.cache_dir), "atol": task.atol, "rtol": task.rtol,
+                          "backend_context": backend_context or {},
                           **{k: getattr(settings, k) for k in (
                               "compile_timeout_s", "timeout_s", "latency_rounds", "calls_per_round",
                               "warmup_calls", "memory_limit_mb", "file_size_limit_mb")}}

@@ -15,7 +15,9 @@ def compile_gate(report: dict, load: dict | None, seconds: float) -> GateResult:
         return GateResult("compile", False, f"ModelNew failed to import or construct: {error.splitlines()[-1][:300] if error else ''}",
                           seconds, detail=error)
     cached = " (cached)" if report.get("cached") else ""
-    return GateResult("compile", True, "", seconds, detail=f"built in {float(report.get('seconds', 0)):.2f} s{cached}")
+    note = str(report.get("note") or "")[:300]  # e.g. the level a compile reached (triton-ascend: HIVM)
+    built = f"built in {float(report.get('seconds', 0)):.2f} s{cached}"
+    return GateResult("compile", True, note, seconds, detail=f"{built}\n{report.get('diagnostics', '')}" if note else built)
 
 
 def failed(reason: str, seconds: float, detail: str = "") -> GateResult:

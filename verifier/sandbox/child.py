@@ -50,6 +50,7 @@ class Child:
         from verifier.backends.base import CompileOutcome
 
         backend = get_backend(self.cfg["backend"])
+        backend.configure(self.cfg.get("backend_context") or {})
         build_dir = Path(self.cfg["cache_dir"])
         gates = set(self.cfg.get("gates", ("compile", "correctness")))  # the parent's gate plan
         if "compile" in gates:
@@ -57,7 +58,7 @@ class Child:
         else:  # no compiler here: the parent reports the gate as unavailable, correctness still runs
             outcome = CompileOutcome(True, "", 0.0)
         self.send({"kind": "compile", "ok": outcome.ok, "diagnostics": outcome.diagnostics,
-                   "seconds": outcome.seconds, "cached": outcome.cached})
+                   "seconds": outcome.seconds, "cached": outcome.cached, "note": outcome.note})
         if outcome.ok and "correctness" in gates:
             self.run_sandboxed(backend, build_dir)
 
