@@ -3,7 +3,7 @@
 Some kernel toolchains clash with the main environment: triton-ascend installs itself as the
 package ``triton`` and would replace upstream Triton (which the dev extra and the ``triton``
 backend need). Such a toolchain gets its own virtual environment under the user cache
-(``$XDG_CACHE_HOME/evokernel/toolchains/<name>``, or ``$EVOKERNEL_TOOLCHAINS_DIR/<name>``),
+(``$XDG_CACHE_HOME/evokernel/toolchains/<name>``; ``~/.cache`` when XDG_CACHE_HOME is unset),
 created by ``evokernel toolchain install NAME`` from pinned wheels, and is only ever run as a
 subprocess: nothing of it is imported into the main process.
 
@@ -67,9 +67,7 @@ class InstalledToolchain:
 
 
 def toolchains_root() -> Path:
-    explicit = os.environ.get("EVOKERNEL_TOOLCHAINS_DIR")
-    if explicit:
-        return Path(explicit)
+    # (no EVOKERNEL_* variable: evokernel's settings reject unknown variables with that prefix)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "evokernel" / "toolchains"
 

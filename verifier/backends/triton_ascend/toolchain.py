@@ -14,7 +14,8 @@ hivmc run fails"). Reaching it means the whole HIVM pipeline (UB/L1 planning, sy
 legality checks) passed. Where CANN's real ``hivmc`` is found, the stand-in is not used and the
 compile goes on to an NPU binary (not exercised here: no CANN on this machine).
 
-The target SoC is ``$EVOKERNEL_ASCEND_SOC``, else CANN's ``SOC_VERSION``, else Ascend910B2 (the
+The target SoC is ``$TRITON_ASCEND_ARCH`` (triton-ascend's own variable), else CANN's
+``SOC_VERSION``, else Ascend910B2 (the
 SoC MultiKernelBench's Ascend runs use: 192 KB Unified Buffer, 512 KB L1 per AI core).
 """
 
@@ -87,7 +88,7 @@ class TritonAscendToolchain:
 
 
 def target_soc() -> str:
-    return os.environ.get("EVOKERNEL_ASCEND_SOC") or locate_cann().soc or DEFAULT_SOC
+    return os.environ.get("TRITON_ASCEND_ARCH") or locate_cann().soc or DEFAULT_SOC
 
 
 def find_hivmc() -> Path | None:
