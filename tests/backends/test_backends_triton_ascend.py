@@ -174,3 +174,45 @@ def test_benchmark_variant_uses_the_npu_size_profile():
     variant = variant_for("triton-ascend", ["fp32", "fp16"])
     assert variant.size_profile == "original" and variant.alignment_bytes == 32
     assert variant.dtypes == ("float32", "float16")
+
+
+TUNED = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 1024}), triton.Config({"BLOCK": 65536})], key=["n"])
+@triton.jit
+def add_kernel(a_ptr, b_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(a_ptr + offs, mask=mask) + tl.load(b_ptr + offs, mask=mask), mask=mask)
+
+
+class ModelNew(nn.Module):
+    def forward(self, a, b):
+        out = torch.empty_like(a)
+        n = a.numel()
+        add_kernel[lambda meta: (triton.cdiv(n, meta["BLOCK"]),)](a, b, out, n)
+        {extra}
+        return out
+'''
+
+
+def test_autotune_configs_are_all_compiled_and_a_failing_one_is_tolerated(triton_ascend, tmp_path):
+    outcome = compile_for(VECTOR_ADD, TUNED.replace("{extra}", ""), tmp_path)
+    assert outcome.ok, outcome.diagnostics
+    lines = outcome.diagnostics.splitlines()
+    assert "add_kernel(a_ptr=*fp32, b_ptr=*fp32, out_ptr=*fp32, n=i32, BLOCK=1024) grid (1024,): HIVM ok" in lines[1]
+    assert lines[2].startswith("add_kernel(a_ptr=*fp32, b_ptr=*fp32, out_ptr=*fp32, n=i32, BLOCK=65536): autotune "
+                               "config rejected (the autotuner skips it): error: ub overflow")
+
+
+def test_recording_runs_the_candidate_under_the_sandbox_filter(triton_ascend, tmp_path):
+    marker = tmp_path / "escaped"
+    hostile = TUNED.replace("{extra}", f"__import__('os').system('touch {marker}')")
+    outcome = compile_for(VECTOR_ADD, hostile, tmp_path)
+    assert not outcome.ok and not marker.exists()
+    assert outcome.diagnostics == ("recording the candidate's launches failed: the candidate made a forbidden system "
+                                   "call (process creation, exec, signals) and was killed")

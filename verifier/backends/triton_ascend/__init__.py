@@ -36,7 +36,7 @@ from verifier.backends.base import Availability, Backend, CompileOutcome, GateCa
 from verifier.backends.pymodule import import_candidate, model_new_class
 from verifier.backends.scaffolds import read_scaffold, scaffold_sections
 from verifier.backends.small_shapes import shrink_task_source
-from verifier.backends.triton_ascend import device
+from verifier.backends.triton_ascend import device as npu
 from verifier.backends.triton_ascend.diagnostics import syntax_error
 from verifier.backends.triton_ascend.features import ascend_only_features, missing_npu_modules, npu_modules_reason
 from verifier.backends.triton_ascend.toolchain import locate, target_soc, toolchain_problem
@@ -59,7 +59,7 @@ class TritonAscendBackend(Backend):
     # ---- parent side ---------------------------------------------------------------------------
     def availability(self) -> Availability:
         problem = toolchain_problem()
-        npu_ok, npu_note = device.npu_ready()
+        npu_ok, npu_note = npu.npu_ready()
         compile_note = problem or locate().describe()
         if npu_ok:
             correctness = GateCapability("correctness", True, f"NPU ({npu_note})")
@@ -74,7 +74,7 @@ class TritonAscendBackend(Backend):
         return Availability(self.name, True, f"{compile_note}, {npu_note}", gates)
 
     def availability_for(self, candidate_source: str, availability: Availability) -> Availability:
-        if device.npu_ready()[0]:
+        if npu.npu_ready()[0]:
             return availability
         features = ascend_only_features(candidate_source)
         if not features:
@@ -100,10 +100,10 @@ class TritonAscendBackend(Backend):
 
     def compile_context(self, task: TaskSpec) -> dict[str, str]:
         return {"task_source": task.source, "toolchains": str(toolchains_root()), "soc": target_soc(),
-                "device": "npu" if device.npu_ready()[0] else "cpu"}
+                "device": "npu" if npu.npu_ready()[0] else "cpu"}
 
     def correctness_task_source(self, task_source: str) -> str:
-        return task_source if device.npu_ready()[0] else shrink_task_source(task_source)
+        return task_source if npu.npu_ready()[0] else shrink_task_source(task_source)
 
     # ---- child side ----------------------------------------------------------------------------
     def configure(self, context: dict[str, str]) -> None:
@@ -133,7 +133,7 @@ class TritonAscendBackend(Backend):
         if self._on_npu():
             toolchain = locate(Path(self.context["toolchains"]), self.context.get("soc"))
             tools = (str(toolchain.bishengir_bin),) + ((str(toolchain.hivmc.parent),) if toolchain.hivmc else ())
-            device.activate_triton_ascend(str(toolchain.site_packages), tools)
+            npu.activate_triton_ascend(str(toolchain.site_packages), tools)
         else:
             set_interpreter(True)
         count_launches()
@@ -156,10 +156,10 @@ class TritonAscendBackend(Backend):
 
     def synchronize(self) -> None:
         if self._on_npu():
-            device.npu_synchronize()
+            npu.npu_synchronize()
 
     def timer(self) -> Callable[[Callable[[], Any]], float]:
-        return device.npu_timer() if self._on_npu() else super().timer()
+        return npu.npu_timer() if self._on_npu() else super().timer()
 
 
 __all__ = ["TritonAscendBackend"]

@@ -114,9 +114,17 @@ def compiler_errors(text: str, candidate_source: str) -> str:
     return "\n".join(dict.fromkeys(kept))[:MAX_DIAGNOSTIC_CHARS]
 
 
+def tolerated(kernels: list[dict]) -> list[dict]:
+    """Failed @triton.autotune configs of a launch where another config compiled: triton's autotuner
+    skips configs that fail to compile, so on the device they cost nothing but compile time."""
+    passing_groups = {k["group"] for k in kernels if k.get("group") is not None and k.get("status") != "failed"}
+    return [k for k in kernels if k.get("status") == "failed" and k.get("group") in passing_groups]
+
+
 def summarise(kernels: list[dict], candidate_source: str, soc: str, full_compile: bool) -> tuple[bool, str]:
     """(ok, text) of the compile gate from the driver's per-kernel results."""
-    failed = [k for k in kernels if k.get("status") == "failed"]
+    skipped = tolerated(kernels)
+    failed = [k for k in kernels if k.get("status") == "failed" and k not in skipped]
     if failed:
         text = "\n\n".join(failure_text(k, candidate_source) for k in failed[:4])
         more = f"\n\n... and {len(failed) - 4} more failing kernel specialisations" if len(failed) > 4 else ""
@@ -130,7 +138,10 @@ def summarise(kernels: list[dict], candidate_source: str, soc: str, full_compile
     head = level + (f"; planned {', '.join(dict.fromkeys(plans))}" if plans else "")
     if is_ascend_910(soc) and plans:
         head += f" of {_kib(UB_BYTES)}"
-    return True, "\n".join([head] + [passed_line(k, soc) for k in kernels])
+    lines = [passed_line(k, soc) for k in kernels if k not in skipped]
+    lines += [f"{k['kernel']}({k.get('spec', '')}): autotune config rejected (the autotuner skips it): "
+              f"{_headline(k).split(': ', 1)[-1]}" for k in skipped]
+    return True, "\n".join([head] + lines)
 
 
 def _headline(kernel: dict) -> str:

@@ -122,7 +122,7 @@ def compile_all(entries: list[dict], request: dict, workdir: Path) -> list[dict]
     cache = Path(request["cache_dir"]) if request.get("cache_dir") else None
     results = []
     for entry in entries:
-        base = {k: entry.get(k) for k in ("kernel", "spec", "grid", "programs", "line")}
+        base = {k: entry.get(k) for k in ("kernel", "spec", "grid", "programs", "line", "group")}
         if entry.get("front_end_error") or entry.get("launch_error"):
             message = entry.get("front_end_error") or entry["launch_error"]
             stage = "front end" if entry.get("front_end_error") else "launch"

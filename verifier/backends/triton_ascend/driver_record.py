@@ -29,6 +29,31 @@ from pathlib import Path
 MAX_PROGRAMS = 65535  # triton-ascend's launcher refuses larger grids (jit.py: "grid should be less than 65536")
 
 
+class NoDevice:
+    """The active Triton driver while recording: there is no device, and nothing may launch.
+
+    ``@triton.autotune`` asks the driver for its benchmarker at decoration time, and triton-ascend's
+    NPU driver would compile a CANN extension (a subprocess, which the sandbox kills)."""
+
+    def __init__(self, target) -> None:
+        self.target = target
+
+    def get_current_target(self):
+        return self.target
+
+    def get_current_device(self) -> int:
+        return 0
+
+    def get_current_stream(self, device: int | None = None) -> int:
+        return 0
+
+    def get_benchmarker(self):
+        def never(*_args, **_kwargs):
+            raise RuntimeError("no device while recording launches")
+
+        return never
+
+
 class Recorder:
     def __init__(self, soc: str, write, max_configs: int) -> None:
         from triton.backends.compiler import GPUTarget
@@ -39,19 +64,27 @@ class Recorder:
         self.write, self.max_configs = write, max_configs
         self.seen: set[str] = set()
         self.launches = 0
+        self.group, self.group_active = 0, False
 
     def install(self) -> None:
+        from triton.runtime import driver
         from triton.runtime.autotuner import Autotuner
         from triton.runtime.jit import JITFunction
 
+        driver.set_active(NoDevice(self.target))  # the NPU driver would build a CANN extension
         recorder = self
 
         def run(jit, *args, grid, warmup, **kwargs):
             recorder.record_launch(jit, args, grid, kwargs)
 
         def tuned_run(tuner, *args, **kwargs):
-            for config in list(tuner.configs)[: recorder.max_configs]:
-                tuner.fn.run(*args, **kwargs, **config.all_kwargs())
+            recorder.group += 1  # configs of one autotuned launch: the device skips those that fail
+            recorder.group_active = True
+            try:
+                for config in list(tuner.configs)[: recorder.max_configs]:
+                    tuner.fn.run(*args, **kwargs, **config.all_kwargs())
+            finally:
+                recorder.group_active = False
 
         JITFunction.run = run
         Autotuner.run = tuned_run
@@ -79,7 +112,7 @@ class Recorder:
             return
         self.seen.add(key)
         entry = {"kind": "launch", "kernel": jit.fn.__name__, "spec": shown, "options": options,
-                 "grid": self._grid(grid, bound_args)}
+                 "grid": self._grid(grid, bound_args), "group": self.group if self.group_active else None}
         programs = 1
         for dim in entry["grid"]:
             programs *= int(dim)
