@@ -173,3 +173,17 @@ def test_scripted_campaign_on_two_triton_ascend_tasks(triton_ascend, tmp_path):
         assert "[compile] ok: HIVM-level pass for Ascend910B2" in feasible["feedback"]
         assert "[correctness] ok" in feasible["feedback"]
         assert "latency unavailable here: needs torch_npu and an NPU" in feasible["feedback"]
+
+
+def test_install_without_the_package_index_is_one_line_and_leaves_nothing(tmp_path):
+    env_keys = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "",
+                "PIP_CONFIG_FILE": os.devnull, "PIP_RETRIES": "0", "PIP_TIMEOUT": "2", "PIP_NO_CACHE_DIR": "1"}
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(ROOT), "HOME": str(tmp_path),
+           "XDG_CACHE_HOME": str(tmp_path / "xdg"), **env_keys}
+    result = subprocess.run([sys.executable, "-m", "cli.main", "toolchain", "install", "triton-ascend"],
+                            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: pip could not install triton-ascend==3.2.0"), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    left = sorted(p.name for p in (tmp_path / "xdg" / "evokernel" / "toolchains").iterdir())
+    assert left == [".triton-ascend.lock"]  # no half-made environment

@@ -1,7 +1,8 @@
-"""Backend registry: ``cpu``, ``cuda``, ``triton``, ``ascendc``, ``triton-ascend``, plus any registered under the
-``evokernel.backends`` entry-point group. Look backends up by name with :func:`get_backend`; a name
-written as an entry-point value, ``package.module:Class``, loads that class directly (how tests run
-a test-only backend inside the sandbox child, which sees no test-time entry points)."""
+"""Backend registry: ``cpu``, ``cuda``, ``triton``, ``ascendc``, ``triton-ascend``, plus any registered
+under the ``evokernel.backends`` entry-point group. Look backends up by name with
+:func:`get_backend`; a name written as an entry-point value, ``package.module:Class``, loads that
+class directly (how tests run a test-only backend inside the sandbox child, which sees no test-time
+entry points)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,10 @@ import importlib.util
 import inspect
 import json
 import os
+import select
+import signal
 import sys
+import time
 import traceback
 from pathlib import Path
 
@@ -231,10 +234,6 @@ def run_forked(workdir: Path, request: dict, seccomp_path: str) -> tuple[list[di
 
 
 def _collect(pid: int, read_fd: int, timeout_s: float) -> tuple[list[dict], str]:
-    import select
-    import signal
-    import time
-
     chunks, deadline = [], time.monotonic() + timeout_s
     while True:
         ready, _, _ = select.select([read_fd], [], [], max(0.0, deadline - time.monotonic()))
