@@ -9,7 +9,7 @@
    versions): triton-ascend's own ``ttadapter`` stage (``triton-adapter-opt``: TTIR -> linalg with
    HIVM annotations) and its own ``npubin`` stage for A2/A3 (``bishengir-compile`` with the flags
    triton-ascend passes: multi-buffer, sub-block binding, HFusion + HIVM compile). Only its
-   device query is replaced, by the target SoC, because there is no NPU to ask.
+   device query is replaced, by the configured SoC (see :func:`prepare_triton`).
 3. Without CANN the hivmc stand-in ends the pipeline; reaching it is a pass at HIVM level, and the
    HIVM module it was handed gives the planned Unified Buffer / L1 footprint. With CANN's hivmc
    the stage completes to an NPU binary.
@@ -49,15 +49,18 @@ class FakeNpuUtils:
         return self.soc
 
 
-def prepare_triton(soc: str, full_compile: bool):
-    """Import triton-ascend; without CANN, point its device query at the target SoC."""
+def prepare_triton(soc: str):
+    """Import triton-ascend and point its device query at the target SoC.
+
+    The npubin stage asks ``NPUUtils().get_arch()`` only for bishengir's ``--target``; the real
+    NPUUtils compiles a CANN extension and asks the device, which a compile-only machine (with or
+    without CANN) does not have. The SoC comes from the user's configuration instead."""
     import triton  # noqa: F401
     from triton.backends import backends
 
     ascend = backends["ascend"].compiler
-    if not full_compile:
-        FakeNpuUtils.soc = soc
-        ascend.add_stages.__globals__["NPUUtils"] = FakeNpuUtils
+    FakeNpuUtils.soc = soc
+    ascend.add_stages.__globals__["NPUUtils"] = FakeNpuUtils
     return ascend
 
 
@@ -118,7 +121,7 @@ def _other_errors(text: str) -> bool:
 
 
 def compile_all(entries: list[dict], request: dict, workdir: Path) -> list[dict]:
-    ascend = prepare_triton(request["soc"], bool(request["full_compile"]))
+    ascend = prepare_triton(request["soc"])
     cache = Path(request["cache_dir"]) if request.get("cache_dir") else None
     results = []
     for entry in entries:
@@ -151,7 +154,7 @@ def main(argv: list[str]) -> int:
     (workdir / "task.py").write_text(request["task_source"])
     import torch  # noqa: F401  (imported once, before the fork, for both sides)
 
-    prepare_triton(request["soc"], bool(request["full_compile"]))
+    prepare_triton(request["soc"])
     start = time.perf_counter()
     lines, died = run_forked(workdir, request, request.get("seccomp", ""))
     launches = [e for e in lines if e.get("kind") == "launch"]

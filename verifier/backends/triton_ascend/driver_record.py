@@ -21,6 +21,7 @@ from __future__ import annotations
 import importlib.util
 import inspect
 import json
+import math
 import os
 import select
 import signal
@@ -116,10 +117,7 @@ class Recorder:
         self.seen.add(key)
         entry = {"kind": "launch", "kernel": jit.fn.__name__, "spec": shown, "options": options,
                  "grid": self._grid(grid, bound_args), "group": self.group if self.group_active else None}
-        programs = 1
-        for dim in entry["grid"]:
-            programs *= int(dim)
-        entry["programs"] = programs
+        entry["programs"] = programs = math.prod(entry["grid"])
         if programs > MAX_PROGRAMS:
             entry["launch_error"] = (f"grid {tuple(entry['grid'])} launches {programs} programs; triton-ascend "
                                      f"refuses more than {MAX_PROGRAMS} (use fewer, larger blocks, or loop inside "
@@ -137,7 +135,7 @@ class Recorder:
     @staticmethod
     def _grid(grid, bound_args) -> list[int]:
         value = grid(bound_args) if callable(grid) else grid
-        return [int(v) for v in tuple(value)]
+        return [int(v) for v in (value if isinstance(value, (tuple, list)) else (value,))]
 
     def _front_end(self, jit, signature, constants, attrs, options) -> dict:
         from triton._C.libtriton import ir

@@ -13,7 +13,8 @@ Two caches under the verifier cache (``build_dir/triton-ascend``):
 
 Environment of the driver: the toolchain links this environment's site-packages (torch), puts
 ascendnpu-ir's ``bin`` first on PATH (triton-ascend finds ``bishengir-compile`` there), then the
-hivmc stand-in unless CANN's hivmc was found; ``TMPDIR`` is a private directory (bishengir writes
+hivmc stand-in; where CANN's hivmc was found, its directory goes first instead (CANN's
+bishengir-compile beside it matches that hivmc); ``TMPDIR`` is a private directory (bishengir writes
 its intermediates there); ``TRITON_DISABLE_LINE_INFO=0`` keeps source locations in the MLIR so
 bishengir's errors point at candidate.py lines.
 """
@@ -47,11 +48,10 @@ def cache_key(candidate_source: str, task_source: str, toolchain: TritonAscendTo
 
 def driver_env(toolchain: TritonAscendToolchain, workdir: Path) -> dict[str, str]:
     env = launch_env()
-    tools = [str(toolchain.bishengir_bin)]
-    if toolchain.hivmc is not None:
-        tools.append(str(toolchain.hivmc.parent))
+    if toolchain.hivmc is not None:  # CANN's own bishengir-compile, next to its hivmc, matches it: first
+        tools = [str(toolchain.hivmc.parent), str(toolchain.bishengir_bin)]
     else:
-        tools.append(str(toolchain.stand_in_bin))
+        tools = [str(toolchain.bishengir_bin), str(toolchain.stand_in_bin)]
     env["PATH"] = ":".join(tools + [env.get("PATH", "/usr/bin:/bin")])
     env.update({"TMPDIR": str(workdir), "TRITON_CACHE_DIR": str(workdir / "triton-cache"),
                 "TRITON_DISABLE_LINE_INFO": "0", "TRITON_INTERPRET": "0", "HOME": str(workdir)})
