@@ -46,6 +46,7 @@ def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
     hack = static_gate(candidate_source, task.dtype, settings.disabled_checks, backend_impl.static_imports)
     if not hack.passed:
         return _finish(started, Verdict(task.task_id, backend, code_sha, (hack,)))
+    plan = plan_gates(backend_impl.availability_for(candidate_source, availability))
     start = time.perf_counter()
     problem = backend_impl.precheck(candidate_source)
     if problem:
@@ -56,7 +57,8 @@ def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
     keys = Secrets(init_seed=derive_seed(seed, "init"), input_seed=derive_seed(seed, "inputs"),
                    child_nonce=secrets.token_hex(16), reference_nonce=secrets.token_hex(16))
     session = Session(task, candidate_source, backend, settings, workdir, keys, plan,
-                      task_source=backend_impl.correctness_task_source(task.source))
+                      task_source=backend_impl.correctness_task_source(task.source),
+                      backend_context=backend_impl.compile_context(task))
     try:
         result = session.run_gates(hack)
         verdict = Verdict(task.task_id, backend, code_sha, result.gates, result.latency,
