@@ -231,6 +231,34 @@ class ModelNew(nn.Module):
         super().__init__()
         self.lin = nn.utils.weight_norm(nn.Linear(2, 2))
 """),
+    "torch_os": ("imports", """
+torch.os.remove("x")
+"""),
+    "typing_sys": ("imports", """
+import typing
+typing.sys.modules["os"].remove("x")
+"""),
+    "dataclasses_builtins": ("imports", """
+import dataclasses
+dataclasses.builtins.exec("1")
+"""),
+    "typing_operator_attrgetter": ("imports", """
+import typing
+relu = typing.operator.attrgetter("relu")(torch)
+"""),
+    "cpp_extension_subprocess": ("imports", """
+from torch.utils import cpp_extension
+cpp_extension.subprocess.run(["true"])
+"""),
+    "lambda_returned_by_min": ("torch_compute_in_forward", """
+ACT = min(lambda t: torch.relu(t), lambda t: t, key=lambda f: 0)
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ACT(x)
+"""),
+    "star_import": ("imports", """
+from torch import *
+"""),
 }
 
 

@@ -11,6 +11,11 @@ from verifier.gates.hack import static_gate
 from verifier.gates.hack_python import run_python_checks
 
 HONEST = {
+    "torch_own_submodules": """
+from typing import Optional
+WINDOW = torch.signal.windows.hann(8)
+SCALAR = Optional[torch.types.Number]
+""",
     "empty_view": """
 class ModelNew(nn.Module):
     def forward(self, x):

@@ -158,6 +158,18 @@ def test_classes_built_per_call_run_their_init_per_call():
     assert not ctx.phases.runs_per_call(_fn_nth(ctx, "__init__", 1))
 
 
+def test_annotations_and_isinstance_do_not_make_init_per_call():
+    ctx = _ctx("class K:\n    def __init__(self):\n        self.t = torch.arange(3).cos()\nk = K()\n"
+               "def forward(x: K, y: 'K') -> K:\n    return isinstance(x, K)\nF2 = forward\n")
+    assert not _per_call(ctx, "__init__")
+
+
+def test_a_shadowed_isinstance_is_a_use_like_any_other():
+    ctx = _ctx("class K:\n    def __init__(self):\n        self.v = 1\nk = K()\nSTORE = []\n"
+               "def isinstance(a, b):\n    STORE.append(b)\nisinstance(k, K)\n")
+    assert _per_call(ctx, "__init__")
+
+
 def test_type_of_an_object_makes_every_init_per_call():
     ctx = _ctx("class M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
                "    def forward(self, x):\n        return type(self)()\n")
@@ -189,6 +201,11 @@ def _fn_nth(ctx: PyContext, name: str, index: int) -> ast.AST:
 @pytest.mark.parametrize("source", ["def f(:\n", "x = 1\x00\n", "class ModelNew(\n"])
 def test_invalid_python_yields_nothing_and_never_raises(source):
     assert run_python_checks(source) == []  # the compile gate reports it, with its line
+
+
+def test_text_no_compiler_can_read_is_rejected_with_a_reason():
+    findings = run_python_checks('x = "\udc80"\n')
+    assert [f.check for f in findings] == ["policy"] and "UTF-8" in findings[0].message
 
 
 def test_long_expressions_are_analysed():

@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
 from verifier.gates.hack_py_phases import Phases, classify
-from verifier.gates.hack_py_resolve import Resolver, Target
+from verifier.gates.hack_py_resolve import Resolver
+from verifier.gates.hack_py_targets import Target
 from verifier.gates.hack_py_symbols import Symbols
 
 
@@ -35,8 +36,13 @@ class PyContext:
     _per_call_chains: list | None = field(default=None, repr=False)
 
     @classmethod
-    def build(cls, source: str, task_dtype: str = "float32", extra_imports: frozenset[str] = frozenset()) -> "PyContext":
-        tree = ast.parse(source)
+    def build(cls, source: str, task_dtype: str = "float32",
+              extra_imports: frozenset[str] = frozenset()) -> "PyContext":
+        return cls.from_tree(ast.parse(source), task_dtype, extra_imports)
+
+    @classmethod
+    def from_tree(cls, tree: ast.Module, task_dtype: str = "float32",
+                  extra_imports: frozenset[str] = frozenset()) -> "PyContext":
         symbols = Symbols(tree)
         kernels = _kernel_defs(tree, frozenset(extra_imports))
         resolver = Resolver(symbols, kernels)

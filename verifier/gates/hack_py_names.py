@@ -20,6 +20,12 @@ SYSTEM_MODULES = {"os", "io", "sys", "pathlib", "shutil", "tempfile", "mmap", "p
                   "concurrent", "signal", "time", "inspect", "gc", "importlib", "builtins", "resource",
                   "fcntl", "posix", "urllib", "http", "requests", "asyncio", "select", "glob", "fileinput",
                   "copyreg", "runpy", "code", "codeop", "weakref", "atexit", "faulthandler", "sysconfig"}
+# Modules the allowed ones import and so expose as attributes (torch.os, typing.sys,
+# dataclasses.builtins, torch.utils.cpp_extension.subprocess...): never reached through them.
+REEXPORTED_MODULES = SYSTEM_MODULES | {"builtins", "platform", "shlex", "sysconfig", "setuptools", "copyreg", "copy",
+                                       "operator", "logging", "collections", "contextlib", "abc", "keyword", "re",
+                                       "stdlib_re", "itertools", "textwrap", "warnings", "errno", "glob", "types"}
+REEXPORT_EXCEPTIONS = {("torch", "types"), ("torch", "signal")}  # torch's own submodules
 
 # torch.<name> allowed in per-call code: allocation, dtype/device objects, grad-mode managers.
 TORCH_ALLOWED = {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like",
@@ -145,5 +151,3 @@ VALUE_BUILTINS = {"len", "int", "float", "bool", "str", "range", "abs", "round",
                   "NotImplementedError", "KeyError", "IndexError", "Exception"}
 CARRYING_BUILTINS = {"list", "tuple", "set", "frozenset", "dict", "sorted", "reversed", "iter", "next", "zip",
                      "enumerate", "map", "filter", "staticmethod", "classmethod", "property", "min", "max", "sum"}
-# Decorator-free helpers allowed to consume a lambda at import time (it runs there, then is gone).
-EAGER_CONSUMERS = {"functools.reduce", "sorted", "min", "max"}

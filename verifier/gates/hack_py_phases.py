@@ -18,7 +18,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from verifier.gates.hack_py_names import EAGER_CONSUMERS, NN_MODULE_NAMES, TRANSPARENT_DECORATORS
+from verifier.gates.hack_py_names import NN_MODULE_NAMES, TRANSPARENT_DECORATORS
 from verifier.gates.hack_py_refs import references
 from verifier.gates.hack_py_resolve import Resolver
 from verifier.gates.hack_py_symbols import DEFS, Symbols
@@ -65,10 +65,7 @@ def _kernel_bodies(symbols: Symbols, kernels: set[int]) -> set[int]:
 
 def _eligible(fn: ast.AST, symbols: Symbols, resolver: Resolver) -> bool:
     if isinstance(fn, ast.Lambda):
-        call = symbols.parent.get(id(fn))
-        if isinstance(call, ast.keyword):
-            call = symbols.parent.get(id(call))
-        return isinstance(call, ast.Call) and call.func is not fn and _names(call.func, resolver) & EAGER_CONSUMERS
+        return _eagerly_consumed(fn, symbols, resolver)
     name = fn.name
     if isinstance(fn, ast.AsyncFunctionDef) or id(fn) in symbols.lazy:
         return False  # generators and coroutines run their body later, when consumed
@@ -80,6 +77,19 @@ def _eligible(fn: ast.AST, symbols: Symbols, resolver: Resolver) -> bool:
                for d in fn.decorator_list)
 
 
+def _eagerly_consumed(fn: ast.Lambda, symbols: Symbols, resolver: Resolver) -> bool:
+    """``functools.reduce(<lambda>, ...)`` or ``sorted/min/max(..., key=<lambda>)``: called there and
+    then, never returned (a lambda passed as a value to min/max could come back as the result)."""
+    parent = symbols.parent.get(id(fn))
+    if isinstance(parent, ast.keyword) and parent.arg == "key":
+        call, wanted = symbols.parent.get(id(parent)), {"sorted", "min", "max"}
+    elif isinstance(parent, ast.Call) and parent.args and parent.args[0] is fn:
+        call, wanted = parent, {"functools.reduce"}
+    else:
+        return False
+    return bool(_names(call.func, resolver) & wanted)
+
+
 def _names(expr: ast.expr, resolver: Resolver) -> set[str]:
     """Dotted names of the torch/module/builtin targets an expression resolves to."""
     targets = resolver.resolve(expr)
@@ -89,18 +99,37 @@ def _names(expr: ast.expr, resolver: Resolver) -> set[str]:
 
 
 def _import_time_use(ref: ast.AST, symbols: Symbols, import_only: set[int]) -> bool:
+    """A reference that cannot make the function run per call: a direct call from import-time
+    code, or anywhere a use that never calls (a class base, an annotation, isinstance)."""
+    parent = symbols.parent.get(id(ref))
+    if isinstance(parent, ast.ClassDef) and any(b is ref for b in parent.bases):
+        return True
+    if _in_annotation(ref, symbols) or _isinstance_argument(ref, parent, symbols):
+        return True
     runs_in = symbols.runs_in.get(id(ref))
     if runs_in is not None and id(runs_in) not in import_only:
         return False
-    parent = symbols.parent.get(id(ref))
     if isinstance(ref, ast.Lambda):
-        return True  # eligibility checked it is an argument of an eager consumer
-    if isinstance(parent, ast.Call) and parent.func is ref:
-        return True
-    if isinstance(parent, ast.ClassDef) and any(b is ref for b in parent.bases):
-        return True
-    return isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) \
-        and parent.func.id in ("isinstance", "issubclass")
+        return True  # eligibility checked it is consumed where it stands
+    return isinstance(parent, ast.Call) and parent.func is ref
+
+
+def _isinstance_argument(ref: ast.AST, parent: ast.AST | None, symbols: Symbols) -> bool:
+    return isinstance(parent, ast.Call) and ref in parent.args and isinstance(parent.func, ast.Name) \
+        and parent.func.id in ("isinstance", "issubclass") \
+        and symbols.lookup(parent.func.id, symbols.scope.get(id(parent.func), symbols.tree)) is None
+
+
+def _in_annotation(ref: ast.AST, symbols: Symbols) -> bool:
+    """Whether ``ref`` is (part of) a type annotation: evaluated at most once, never called."""
+    child, parent = ref, symbols.parent.get(id(ref))
+    while isinstance(parent, (ast.Subscript, ast.Tuple, ast.List, ast.BinOp, ast.Attribute)):
+        child, parent = parent, symbols.parent.get(id(parent))
+    if isinstance(parent, ast.arg):
+        return parent.annotation is child
+    if isinstance(parent, ast.AnnAssign):
+        return parent.annotation is child
+    return isinstance(parent, DEFS) and parent.returns is child
 
 
 def _per_call_nodes(symbols: Symbols, candidates: list[ast.AST], per_call: set[int]) -> list[ast.AST]:

@@ -13,13 +13,15 @@ an expression may resolve to more than it can be, never less, except where ``unk
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 
-from verifier.gates.hack_py_names import (CARRYING_BUILTINS, LOADERS, NN_ACCESSORS, NN_CARRYING, NN_CONTAINERS,
-                                          NN_VALUE_ATTRS, TENSOR_VALUE_ATTRS, TENSOR_VALUE_METHODS,
-                                          TORCH_VALUE_RESULTS, VALUE_BUILTINS)
+from verifier.gates.hack_py_classes import ClassModel
+from verifier.gates.hack_py_names import (CARRYING_BUILTINS, LOADERS, NN_ACCESSORS, NN_CARRYING, NN_VALUE_ATTRS,
+                                          TENSOR_VALUE_ATTRS, TENSOR_VALUE_METHODS, TORCH_VALUE_RESULTS,
+                                          VALUE_BUILTINS)
 from verifier.gates.hack_py_refs import STAR, argument, call_sites
 from verifier.gates.hack_py_symbols import Binding, Symbols
+from verifier.gates.hack_py_targets import (NATIVE, SCALAR_FN, TENSOR, VALUE, Target, arithmetic, decorator_name,
+                                            module_target, operands, unknown)
 
 MAX_STEPS = 200_000
 
@@ -28,26 +30,7 @@ class TooComplex(Exception):
     """The candidate's name graph is too large or too deep to resolve (the policy fails closed)."""
 
 
-@dataclass(frozen=True)
-class Target:
-    """kind: torch | torch_obj | torch_accessor | module | builtin | func | class | instance | super | native | kernel
-    | tensor | value | scalar_fn | unknown. ``name``: dotted name (or the reason, for unknown)."""
-
-    kind: str
-    name: str = ""
-    node: ast.AST | None = None
-
-
-TENSOR, VALUE, SCALAR_FN = Target("tensor"), Target("value"), Target("scalar_fn")
-NATIVE = Target("native")
-Targets = frozenset
-
-
-def _unknown(why: str) -> Target:
-    return Target("unknown", why)
-
-
-class Resolver:
+class Resolver(ClassModel):
     def __init__(self, symbols: Symbols, kernels: set[int]) -> None:
         self.symbols = symbols
         self.kernels = kernels  # ids of Triton kernel defs
@@ -118,10 +101,10 @@ class Resolver:
         if binding.kind == "class":
             return frozenset({Target("class", binding.node.name, binding.node)})
         if binding.kind == "import":
-            return frozenset({_module(binding.dotted)})
+            return frozenset({module_target(binding.dotted)})
         if binding.kind == "param":
             return self._param(binding.node)
-        return frozenset({_unknown("a bound name")})
+        return frozenset({unknown("a bound name")})
 
     # -- expressions ---------------------------------------------------------------------------
 
@@ -151,10 +134,10 @@ class Resolver:
         if isinstance(expr, ast.Lambda):
             return {Target("func", "<lambda>", expr)}
         if isinstance(expr, (ast.BinOp, ast.UnaryOp, ast.Compare)):
-            return _arithmetic(set().union(*(self.resolve(o) for o in _operands(expr))))
+            return arithmetic(set().union(*(self.resolve(o) for o in operands(expr))))
         if isinstance(expr, (ast.Constant, ast.JoinedStr, ast.FormattedValue, ast.Slice)):
             return {VALUE}
-        return {_unknown(f"a {type(expr).__name__} expression")}
+        return {unknown(f"a {type(expr).__name__} expression")}
 
     def _name(self, expr: ast.Name) -> set[Target]:
         bindings = self.symbols.lookup(expr.id, self.symbols.scope.get(id(expr), self.symbols.tree))
@@ -173,11 +156,11 @@ class Resolver:
         param = self.symbols.params[id(arg)]
         fn = param.function
         cls = self.symbols.enclosing_class(fn)
-        decorators = {_last(d) for d in getattr(fn, "decorator_list", ())}
+        decorators = {decorator_name(d) for d in getattr(fn, "decorator_list", ())}
         if cls is not None and param.first and "staticmethod" not in decorators:
             kind = "class" if "classmethod" in decorators or fn.name == "__new__" else "instance"
             return frozenset({Target(kind, cls.name, cls)})
-        why = _unknown(f"parameter {arg.arg}")
+        why = unknown(f"parameter {arg.arg}")
         if param.star:
             return frozenset({VALUE, why})
         found = {TENSOR, why} if getattr(fn, "name", "") == "forward" else set()  # forward's inputs
@@ -204,7 +187,7 @@ class Resolver:
     def _element(self, target: Target) -> Target:
         """One element (iteration or subscript) of a value of this target."""
         if target.kind == "instance":
-            return _unknown(f"an element of a {target.name} object")
+            return unknown(f"an element of a {target.name} object")
         if target.kind in ("scalar_fn", "builtin", "class"):
             return VALUE if target.kind != "class" else target
         return target
@@ -214,7 +197,7 @@ class Resolver:
     def _attribute(self, base: Target, attr: str, node: ast.AST) -> set[Target]:
         kind = base.kind
         if kind in ("torch", "module"):
-            return {_module(f"{base.name}.{attr}")}
+            return {module_target(f"{base.name}.{attr}")}
         if kind == "torch_obj":
             if not base.name.rsplit(".", 1)[-1][:1].isupper():  # a parameter, submodule or method of one
                 return self._attribute(TENSOR, attr, node)
@@ -232,54 +215,6 @@ class Resolver:
         if kind == "super":
             return self._member(base.node, attr, skip_self=True)
         return {VALUE}  # values, builtins, functions: plain Python attributes
-
-    def _member(self, cls: ast.ClassDef, attr: str, skip_self: bool) -> set[Target]:
-        """``obj.attr`` for an object of a candidate class: class members (defs, properties, class
-        attributes) along the bases and subclasses, every store to ``.attr``, torch bases."""
-        found: set[Target] = set()
-        classes = self.mro(cls)[1:] if skip_self else self.related(cls)
-        for owner in classes:
-            for binding in self.symbols.members(owner, attr):
-                found |= self._member_binding(binding)
-        if not skip_self:
-            for binding in self.symbols.attr_stores.get(attr, []) + self.symbols.wildcard_stores:
-                found |= self.resolve_binding(binding)
-        for base in self.torch_bases(cls):
-            if base not in NN_CONTAINERS:
-                found |= {TENSOR, Target("torch_obj", f"{base}.{attr}")}
-            elif not found:
-                found.add(_unknown(f"nn.Module attribute {attr}"))
-        return found or {_unknown(f"attribute {attr} is never assigned")}
-
-    def _member_binding(self, binding: Binding) -> frozenset[Target]:
-        fn = binding.node
-        if binding.kind == "def" and any(_last(d) in ("property", "cached_property") for d in fn.decorator_list):
-            return frozenset(r for ret in self.symbols.returns.get(id(fn), []) for r in self.resolve(ret)) \
-                or frozenset({VALUE})
-        return self.resolve_binding(binding)
-
-    def mro(self, cls: ast.ClassDef) -> list[ast.ClassDef]:
-        """The candidate classes along ``cls``'s bases, depth first, each once (``cls`` first)."""
-        order: list[ast.ClassDef] = []
-        stack = [cls]
-        while stack:
-            current = stack.pop(0)
-            if any(c is current for c in order):
-                continue
-            order.append(current)
-            stack.extend(t.node for base in current.bases for t in self.resolve(base) if t.kind == "class")
-        return order
-
-    def related(self, cls: ast.ClassDef) -> list[ast.ClassDef]:
-        """Bases and subclasses (``self`` in a base-class method may be a subclass object)."""
-        found = self.mro(cls)
-        for other in self.symbols.classes:
-            if any(c is cls for c in self.mro(other)) and not any(c is other for c in found):
-                found.append(other)
-        return found
-
-    def torch_bases(self, cls: ast.ClassDef) -> set[str]:
-        return {t.name for c in self.mro(cls) for base in c.bases for t in self.resolve(base) if t.kind == "torch"}
 
     # -- calls ---------------------------------------------------------------------------------
 
@@ -316,7 +251,7 @@ class Resolver:
             return {TENSOR, Target("torch_obj", name)}
         if kind in ("value", "scalar_fn", "kernel"):
             return {VALUE}
-        return {callee if kind == "unknown" else _unknown(f"the result of calling {name or kind}")}
+        return {callee if kind == "unknown" else unknown(f"the result of calling {name or kind}")}
 
     def _torch_result(self, name: str, call: ast.Call) -> set[Target]:
         last = name.rsplit(".", 1)[-1]
@@ -335,60 +270,15 @@ class Resolver:
         if name == "super":
             fn = self.symbols.runs_in.get(id(call))
             cls = self.symbols.enclosing_class(fn) if fn is not None else None
-            return {Target("super", cls.name, cls)} if cls is not None else {_unknown("super()")}
+            return {Target("super", cls.name, cls)} if cls is not None else {unknown("super()")}
         if name in VALUE_BUILTINS:
             return {VALUE}
         if name in CARRYING_BUILTINS:
             return {VALUE} | self._carried(call)
-        return {_unknown(f"{name}()")}
+        return {unknown(f"{name}()")}
 
     def returns_of(self, fn: ast.AST) -> set[Target]:
         returns = self.symbols.returns.get(id(fn), [])
         return set().union(*(self.resolve(r) for r in returns)) if returns else {VALUE}
 
-    def _instance_call(self, cls: ast.ClassDef) -> set[Target]:
-        found: set[Target] = set()
-        for owner in self.related(cls):
-            for member in ("__call__", "forward"):
-                for binding in self.symbols.members(owner, member):
-                    for target in self.resolve_binding(binding):
-                        found |= self.returns_of(target.node) if target.kind == "func" else {_unknown(member)}
-        if self.torch_bases(cls) - NN_CONTAINERS:
-            found.add(TENSOR)
-        return found or {_unknown(f"calling a {cls.name} object")}
-
-def _module(dotted: str) -> Target:
-    return Target("torch" if dotted.split(".")[0] == "torch" else "module", dotted)
-
-
-def _last(decorator: ast.expr) -> str:
-    node = decorator.func if isinstance(decorator, ast.Call) else decorator
-    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
-
-
-def _operands(expr: ast.expr) -> list[ast.expr]:
-    """The leaves of a chain of operators (flattened without recursion: ``a + b + ... + z``)."""
-    leaves, stack = [], [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.BinOp):
-            stack += [node.left, node.right]
-        elif isinstance(node, ast.UnaryOp):
-            stack.append(node.operand)
-        elif isinstance(node, ast.Compare):
-            stack += [node.left, *node.comparators]
-        else:
-            leaves.append(node)
-    return leaves
-
-
-def _arithmetic(operands: set[Target]) -> set[Target]:
-    """Result of an operator: a tensor if a tensor may take part; unknown stays unknown."""
-    found = {VALUE}
-    for t in operands:
-        if t.kind in ("tensor", "torch_obj"):
-            found.add(TENSOR)
-        elif t.kind in ("unknown", "instance"):
-            found.add(_unknown(t.name or "an operand"))
-    return found
 

@@ -14,15 +14,15 @@ runtime integrity checks decide.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
 from typing import Callable, Iterator
 
 from verifier.gates.hack_py_checks import (file_and_process_findings, host_compute_findings,
                                            nn_module_findings, rng_findings, torch_compute_findings)
 from verifier.gates.hack_py_context import Finding, PyContext, dotted
 from verifier.gates.hack_py_names import (ALLOWED_FROM_NAMES, ALLOWED_IMPORTS, EVALUATING_TYPING,
-                                          FORBIDDEN_BUILTINS, HOOK_NAMES, HOOK_PREFIXES, FORBIDDEN_DUNDERS, FORBIDDEN_MEMBERS,
-                                          POINTER_ATTRS, STATE_CHANGERS, SYSTEM_MODULES, TENSOR_COMPUTE)
+                                          FORBIDDEN_BUILTINS, FORBIDDEN_DUNDERS, FORBIDDEN_MEMBERS, HOOK_NAMES,
+                                          HOOK_PREFIXES, POINTER_ATTRS, REEXPORT_EXCEPTIONS, REEXPORTED_MODULES,
+                                          STATE_CHANGERS, SYSTEM_MODULES, TENSOR_COMPUTE)
 from verifier.gates.hack_py_resolve import TooComplex
 
 __all__ = ["CHECKS", "Finding", "PyContext", "TENSOR_COMPUTE", "run_python_checks"]
@@ -53,13 +53,20 @@ def _imports(ctx: PyContext) -> Iterator[Finding]:
                 continue
             if node.level or module not in ALLOWED_IMPORTS:
                 yield Finding("imports", f"import from {module or '.'!r} is not allowed{_why(module)}", node.lineno)
+            elif any(a.name == "*" for a in node.names):
+                yield Finding("imports", f"from {module} import * is not allowed (name every import)", node.lineno)
             elif module in ALLOWED_FROM_NAMES:
                 bad = [a.name for a in node.names if a.name not in ALLOWED_FROM_NAMES[module]]
                 if bad:
                     yield Finding("imports", f"from {module} import {bad[0]} is not allowed", node.lineno)
     for node, name in ctx.all_chains():
-        if name.startswith("verifier.") and name not in ("verifier.cpu_native", "verifier.cpu_native.load_c"):
+        parts = name.split(".")
+        if parts[0] == "verifier" and name not in ("verifier", "verifier.cpu_native", "verifier.cpu_native.load_c"):
             yield Finding("imports", f"{name}: only verifier.cpu_native.load_c may be used", node.lineno)
+        hidden = [p for p in parts[1:] if p in REEXPORTED_MODULES and (parts[0], p) not in REEXPORT_EXCEPTIONS]
+        if hidden:
+            yield Finding("imports", f"{name} reaches the {hidden[0]!r} module through {parts[0]}, which is not "
+                          f"allowed{_why(hidden[0])}", node.lineno)
 
 
 def _why(module: str) -> str:
@@ -204,20 +211,25 @@ def _files(ctx: PyContext) -> Iterator[Finding]:
 def run_python_checks(source: str, task_dtype: str = "float32", disabled: tuple[str, ...] = (),
                       extra_imports: frozenset[str] = frozenset()) -> list[Finding]:
     """Findings of every enabled check, deduplicated, in source order. A candidate that is not
-    valid Python yields none (the compile gate reports it with its location); one too deep or too
-    large to analyse yields a single finding (the policy fails closed); nothing raises."""
+    valid Python yields none (the compile gate reports it with its location); one that is not
+    text, or too deep or too tangled to analyse, yields a single finding (the policy fails
+    closed); nothing raises."""
     try:
-        ast.parse(source)
-    except (SyntaxError, ValueError):
+        tree = ast.parse(source)
+    except SyntaxError:
         return []
+    except ValueError as exc:  # e.g. a lone surrogate: no compiler will read it either
+        return [Finding("policy", f"the candidate is not valid UTF-8 text ({exc})")]
     except (RecursionError, MemoryError):
-        return [Finding("policy", "the candidate is nested too deeply to analyse")]
+        return [Finding("policy", "the candidate is nested too deeply to parse")]
     try:
-        ctx = PyContext.build(source, task_dtype, extra_imports)
+        ctx = PyContext.from_tree(tree, task_dtype, extra_imports)
         findings = [f for name, fn in CHECKS.items() if name not in disabled for f in fn(ctx)]
     except RecursionError:
         return [Finding("policy", "the candidate is nested too deeply for the static policy; simplify it")]
     except TooComplex as exc:
-        return [Finding("policy", f"the candidate's names refer to each other too much to analyse ({exc}); simplify it")]
-    unique = {(f.line, f.check, f.message): f for f in findings}
-    return [unique[k] for k in sorted(unique, key=lambda k: (k[0], list(CHECKS).index(k[1]) if k[1] in CHECKS else 0))]
+        return [Finding("policy", f"the candidate's names refer to each other too much to analyse ({exc}); "
+                        "simplify it")]
+    order = list(CHECKS)
+    unique = {(f.line, order.index(f.check), f.message): f for f in findings}
+    return [unique[key] for key in sorted(unique)]
