@@ -256,6 +256,21 @@ class ModelNew(nn.Module):
     def forward(self, x):
         return ACT(x)
 """),
+    "inplace_method": ("torch_compute_in_forward", """
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        y.copy_(x)
+        return y.relu_()
+"""),
+    "hook_table": ("patching", """
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._forward_hooks[0] = self._post
+    def _post(self, m, i, o):
+        return o
+"""),
     "star_import": ("imports", """
 from torch import *
 """),

@@ -63,7 +63,8 @@ def _python_container(ctx: PyContext, expr: ast.expr, depth: int = 0) -> bool:
 
 def _method_findings(ctx: PyContext, check: str, methods: set[str], what: str) -> Iterator[Finding]:
     for node in ctx.per_call_nodes():
-        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Store) and node.attr in methods:
+        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Store) \
+                and (node.attr in methods or (node.attr.endswith("_") and node.attr[:-1] in methods)):
             why = _tensor_receiver(ctx, node.value)
             if why is not None:
                 text = f"{dotted(node)}() {what}" if not why else f"{dotted(node)}(): {why}; .{node.attr}() {what}"

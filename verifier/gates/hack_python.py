@@ -145,6 +145,8 @@ def _patching(ctx: PyContext) -> Iterator[Finding]:
 
 def _hooks(ctx: PyContext, node: ast.Attribute | ast.Name) -> bool:
     name = node.attr if isinstance(node, ast.Attribute) else node.id
+    if isinstance(node, ast.Attribute) and name.startswith("_") and "hook" in name:
+        return True  # nn.Module's hook tables (_forward_hooks...) and torch's global ones
     if name.startswith(HOOK_PREFIXES):
         return isinstance(node, ast.Attribute) or bool(ctx.names(node))
     return name in HOOK_NAMES and any(n.startswith("torch.") for n in ctx.names(node))
