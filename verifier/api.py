@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import shutil
-import tempfile
 import time
 from dataclasses import replace
-from pathlib import Path
 
 from kernelbench_npu.spec import TaskSpec
 from verifier.backends import get_backend
@@ -23,6 +20,7 @@ from verifier.feedback import format_feedback
 from verifier.gate_plan import plan_gates
 from verifier.gates.hack import static_gate
 from verifier.result import GateResult, Verdict
+from verifier.sandbox.workspace import Workspace
 from verifier.seeds import derive_seed, new_master_seed
 from verifier.session import InfrastructureError, Session
 from verifier.settings import VerifySettings
@@ -50,8 +48,8 @@ def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
         gate = GateResult("compile", False, problem.splitlines()[0][:300], time.perf_counter() - start, detail=problem)
         return _finish(Verdict(task.task_id, backend, code_sha, (hack, gate)))
     seed = settings.seed if settings.seed is not None else new_master_seed()
-    workdir = Path(tempfile.mkdtemp(prefix="evokernel-verify-"))
-    session = Session(task, candidate_source, backend, settings, workdir,
+    workspace = Workspace.create(settings.cache_dir, backend_impl.cache_entries(candidate_source))
+    session = Session(task, candidate_source, backend, settings.with_(cache_dir=workspace.build_dir), workspace.root,
                       init_seed=derive_seed(seed, "init"), input_seed=derive_seed(seed, "inputs"),
                       nonces=(secrets.token_hex(16), secrets.token_hex(16)), plan=plan,
                       task_source=backend_impl.correctness_task_source(task.source))
@@ -62,7 +60,10 @@ def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
         verdict = Verdict(task.task_id, backend, code_sha, (hack,), infrastructure_error=str(exc), extra={"seed": seed})
     finally:
         session.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+        workspace.close(session.compile_report)
+    if session.child is not None:  # how the sandbox was isolated; "isolation unavailable: ..." warns
+        verdict = replace(verdict, warnings=session.child.isolation.warnings,
+                          extra={**verdict.extra, "isolation": session.child.isolation.mechanism})
     return _finish(verdict)
 
 

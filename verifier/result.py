@@ -43,6 +43,7 @@ class Verdict:
     feedback: str = ""  # the structured text an LLM gets back
     infrastructure_error: str = ""  # non-empty: the verifier itself failed (retryable), not the candidate
     extra: dict = field(default_factory=dict, compare=False)
+    warnings: tuple[str, ...] = ()  # for the user, not the LLM: e.g. "isolation unavailable: <why>"
 
     @property
     def passed(self) -> bool:
@@ -76,4 +77,5 @@ class Verdict:
             ],
             "latency": asdict(self.latency) if self.latency else None,
             "feedback": self.feedback,
+            "warnings": list(self.warnings),
         }

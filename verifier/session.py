@@ -21,6 +21,7 @@ from verifier.gate_plan import GatePlan
 from verifier.gates import compile as compile_gate_mod
 from verifier.gates.correctness import SKIPPED, Tolerance, TrialOutputs, compare_trial, correctness_gate
 from verifier.gates.hack import runtime_failure
+from verifier.gates.hack_build import policy_gate
 from verifier.gates.latency import latency_gate, summarise, validate_times
 from verifier.result import GateResult, LatencyResult
 from verifier.sandbox.channel import ChannelClosed, ChannelError, ChannelTimeout, Message
@@ -53,6 +54,7 @@ class Session:
         self.ref_cfg = {**common, "nonce": nonces[0]}
         self.child_cfg = {**common, "nonce": nonces[1], "candidate_source": candidate_source, "backend": backend,
                           "gates": sorted(self.plan.runnable), "cache_dir": str(settings.cache_dir), "atol": task.atol, "rtol": task.rtol,
+                          "disabled_checks": list(settings.disabled_checks),
                           **{k: getattr(settings, k) for k in (
                               "compile_timeout_s", "timeout_s", "latency_rounds", "calls_per_round",
                               "warmup_calls", "memory_limit_mb", "file_size_limit_mb")}}
@@ -63,6 +65,7 @@ class Session:
         self.references: dict[int, TrialOutputs] = {}
         self.ref_error = ""
         self.extra: dict = {}
+        self.compile_report: dict = {}  # the child's build report (artifact hashes for the compile cache)
 
     # ---- processes ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -167,8 +170,11 @@ class Session:
         except ChannelError:
             raise InfrastructureError(f"sandbox failed before compiling: {self.child.exit_reason()}\n"
                                       f"{self.child.log_tail()}") from None
+        self.compile_report = report.header
         self.extra["compile_cached"] = bool(report.header.get("cached"))
         self.extra["compile_s"] = float(report.header.get("seconds", 0.0))
+        if report.header.get("policy"):  # build-policy findings (verifier.gates.hack_build): a hack failure
+            raise _Stop(policy_gate(list(report.header["policy"]), time.perf_counter() - start))
         if not report.header.get("ok"):
             raise _Stop(compile_gate_mod.compile_gate(report.header, None, time.perf_counter() - start))
         if not self.plan.runs("correctness"):  # the child stops after compiling: nothing to load here

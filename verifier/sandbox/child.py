@@ -56,9 +56,12 @@ class Child:
             outcome = backend.compile(self.cfg["candidate_source"], build_dir, self.cfg["compile_timeout_s"])
         else:  # no compiler here: the parent reports the gate as unavailable, correctness still runs
             outcome = CompileOutcome(True, "", 0.0)
-        self.send({"kind": "compile", "ok": outcome.ok, "diagnostics": outcome.diagnostics,
-                   "seconds": outcome.seconds, "cached": outcome.cached})
-        if outcome.ok and "correctness" in gates:
+        report = {"kind": "compile", "ok": outcome.ok, "diagnostics": outcome.diagnostics,
+                  "seconds": outcome.seconds, "cached": outcome.cached}
+        if outcome.ok:  # still no candidate code has run: these hashes and findings are the build's own
+            report.update(build_report(outcome, backend, build_dir, tuple(self.cfg.get("disabled_checks", ()))))
+        self.send(report)
+        if outcome.ok and not report.get("policy") and "correctness" in gates:
             self.run_sandboxed(backend, build_dir)
 
     def run_sandboxed(self, backend, build_dir: Path) -> None:
@@ -101,6 +104,19 @@ class Child:
     def wait_for_go(self) -> bool:
         message = read_message(self.in_fd, time.monotonic() + self.cfg["timeout_s"], self.nonce)
         return message.kind == "go"
+
+
+def build_report(outcome, backend, build_dir: Path, disabled: tuple[str, ...]) -> dict:
+    """The compile report's trusted part: hashes of the built files (for the compile cache) and the
+    build-policy findings (preprocessed code, included files, undefined symbols)."""
+    from verifier.gates.hack_build import check_units
+    from verifier.sandbox import isolation
+    from verifier.sandbox.compile_cache import hash_artifacts
+
+    roots = (*isolation.SYSTEM_READ_EXEC, *isolation.runtime_read_exec(backend.sandbox_paths()), str(build_dir))
+    findings = check_units(outcome.units, roots, disabled)
+    return {"artifacts": hash_artifacts(build_dir, outcome.artifacts),
+            "policy": [f.line_text() for f in findings]}
 
 
 def main(argv: list[str]) -> int:

@@ -7,6 +7,10 @@ tkill, pidfd_send_signal), ptrace and cross-process memory access, and raising r
 ``socket`` fails with EACCES (no network). Threads (clone with CLONE_THREAD) stay allowed: the
 OpenMP pool needs them. clone3 answers ENOSYS so glibc falls back to clone, which BPF can inspect.
 
+The filter is installed on every thread of the process at once (``SECCOMP_FILTER_FLAG_TSYNC``):
+threads started before it (numpy's OpenBLAS pool, torch's) would otherwise run unfiltered, and
+native code can get work onto them.
+
 x86_64 only; elsewhere :func:`install` returns False and the caller reports it.
 """
 
@@ -19,7 +23,8 @@ import platform
 import struct
 
 AUDIT_ARCH_X86_64 = 0xC000003E
-PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+PR_SET_NO_NEW_PRIVS = 38
+SYS_SECCOMP, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC = 317, 1, 1
 RET_KILL_PROCESS, RET_ALLOW, RET_ERRNO = 0x80000000, 0x7FFF0000, 0x00050000
 CLONE_THREAD = 0x00010000
 # BPF opcodes
@@ -106,6 +111,9 @@ def install() -> bool:
     libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
+    libc.syscall.restype = ctypes.c_long
+    result = libc.syscall(ctypes.c_long(SYS_SECCOMP), ctypes.c_uint(SECCOMP_SET_MODE_FILTER),
+                          ctypes.c_uint(SECCOMP_FILTER_FLAG_TSYNC), ctypes.byref(fprog))
+    if result != 0:  # > 0: the id of a thread that could not take the filter
+        raise OSError(ctypes.get_errno() if result < 0 else 0, f"seccomp(SET_MODE_FILTER, TSYNC) failed ({result})")
     return True

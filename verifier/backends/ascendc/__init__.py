@@ -91,6 +91,12 @@ class AscendCBackend(Backend):
         sys.path.insert(0, str(root / "lib"))
         return model_new_class(import_candidate(candidate_source, build_dir, "ascendc"), self.name)
 
+    def sandbox_paths(self) -> tuple[str, ...]:
+        chain = locate_cann()
+        tools = [t.parent for t in (chain.bisheng, chain.msopgen) if t is not None]
+        installs = [p for p in (Path("/usr/local/Ascend"),) if p.is_dir()]
+        return tuple(str(p) for p in ([chain.root] if chain.root else []) + tools + installs)
+
     def device(self) -> str:
         return "npu"
 
