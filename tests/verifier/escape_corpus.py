@@ -197,6 +197,10 @@ extern "C" void attack() { CAT(li,nk)("{{LAKE_FILE}}", "lake_link"); int fd = CA
 extern "C" int CAT(syml,ink)(const char*, const char*);
 extern "C" void attack() { CAT(syml,ink)("{{BUILD_MANIFEST}}", "manifest_link"); int fd = CAT(op,en)("manifest_link", 01 | 01000); if (fd >= 0) CAT(wri,te)(fd, "pwned", 5); }
 '''),
+    native("c_paste_chmod_build_manifest", "chmod (pasted) of the build manifest to 000 (Landlock does not govern metadata)", r'''
+extern "C" int CAT(chm,od)(const char*, unsigned);
+extern "C" void attack() { CAT(chm,od)("{{BUILD_MANIFEST}}", 0); }
+'''),
     native("c_read_parent_cmdline_environ", "read a trusted process's /proc cmdline and environ (its secrets)", SLURP + r'''
 extern "C" void attack(unsigned char* buf, long cap) {
     long n = slurp("/proc/{{PARENT_PID}}/cmdline", buf, cap / 2);
@@ -225,6 +229,8 @@ extern "C" void attack(unsigned char* buf, long cap) { slurp("/proc/{{PARENT_PID
            'import builtins\nbuiltins.__dict__["op" + "en"]("{{CACHE_MANIFEST}}", "w").write("{}")\n'),
     python("py_os_rename_credentials", "os.rename of the user's credentials into the private dir",
            'import os\nos.rename("{{CREDENTIALS}}", "stolen")\n'),
+    python("py_chmod_and_utime_lake", "os.chmod to 000 and os.utime of lake files (metadata, not bytes)",
+           'import os\nos.utime("{{LAKE_CATALOG}}", (0, 0))\nos.chmod("{{LAKE_FILE}}", 0)\n'),
     python("py_shutil_rmtree_lake", "shutil.rmtree of the whole lake",
            'import shutil\nshutil.rmtree("{{LAKE_DIR}}")\n'),
     python("py_write_tmp", "a new file in /tmp (outside the private dir)",

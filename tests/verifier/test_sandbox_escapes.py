@@ -51,18 +51,20 @@ HONEST = (FIXTURES / "honest_relu_omp.py").read_text()
 @dataclass
 class World:
     fill: dict[str, str]
-    roots: list[Path]  # every file below these must keep its bytes
+    roots: list[Path]  # every file below these must keep its bytes, mode and modification time
     absent: list[Path]  # must not come into existence
     marker: str
     accepted: list
     cache: Path
 
     def snapshot(self) -> dict[str, str]:
+        """{path: "sha256 mode mtime"} of every target file."""
         files = {}
         for root in self.roots:
             paths = [root] if root.is_file() else [Path(d) / f for d, _, names in os.walk(root) for f in names]
             for path in paths:
-                files[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+                info = path.stat()
+                files[str(path)] = f"{hashlib.sha256(path.read_bytes()).hexdigest()} {info.st_mode:o} {info.st_mtime_ns}"
         return files
 
 

@@ -58,6 +58,7 @@ class BuiltUnit:
     includes: tuple[str, ...] = ()
     binaries: tuple[str, ...] = ()  # built objects (.so / .o) whose undefined symbols are checked
     line_offset: int = 0  # preprocessed line - line_offset = line in the candidate's source string
+    strict_symbols: bool = True  # False: refuse only known-dangerous symbols (vendor runtimes not listed)
 
 
 @dataclass(frozen=True)

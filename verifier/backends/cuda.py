@@ -181,7 +181,6 @@ class CudaBackend(Backend):
         runs = self._compile_units(nvcc, arch, extensions, work, timeout_s)
         seconds = time.perf_counter() - start
         failed = [r for r in runs if not r.ok]
-        failed = [r for r in failed if "-E" not in r.argv] or failed  # a preprocessor twin repeats its build's error
         if failed:
             return CompileOutcome(False, _failure_feedback(failed, work), seconds)
         cuda_policy.write_records(extensions, work)
@@ -200,14 +199,12 @@ class CudaBackend(Backend):
             cu.write_text(ext.cuda_unit())
             jobs.append([nvcc, f"-arch={arch}", "-c", cu.name, "-o", f"{cu.stem}.cuda.o", "-Xptxas", "-v",
                          "-std=c++17", "-Xcompiler", "-fPIC", define, "-DTORCH_API_INCLUDE_EXTENSION_H",
-                         *nvcc_defines, *includes])
-            jobs.append(cuda_policy.preprocess_argv(jobs[-1], f"{cu.name}.ii"))  # for the build-policy checks
+                         *cuda_policy.NVCC_KEEP, *nvcc_defines, *includes])  # keeps what the build checks read
             if ext.cpp_sources.strip() or ext.functions:
                 cpp.write_text(ext.cpp_unit())
                 cxx = os.environ.get("CXX") or shutil.which("g++") or "c++"
-                jobs.append([cxx, "-fsyntax-only", "-std=c++17", "-fPIC", define,
+                jobs.append([cxx, "-fsyntax-only", "-std=c++17", "-fPIC", define, *cuda_policy.GXX_KEEP,
                              "-DTORCH_API_INCLUDE_EXTENSION_H", *includes, cpp.name])
-                jobs.append(cuda_policy.preprocess_argv(jobs[-1], f"{cpp.name}.ii"))
         with ThreadPoolExecutor(max_workers=2) as pool:
             return list(pool.map(lambda argv: run_tool(argv, work, timeout_s), jobs))
 

@@ -1,9 +1,10 @@
 """What the cuda backend's builds hand to the build-policy checks (verifier.gates.hack_build).
 
-Compile-only path (no GPU): each nvcc / g++ job of the compile gate gets a twin that stops after
-the preprocessor (``-E``); the candidate's lines of that output (after the fixed preludes load_inline
-adds) and the files it read go to ``<unit>.policy.json`` next to the objects, so a cached build
-carries them too; the nvcc host object's undefined symbols are checked.
+Compile-only path (no GPU): nvcc keeps its intermediate files (``--keep``: ``<unit>.cpp1.ii`` is its
+preprocessed source) and g++ its preprocessed output (``-save-temps``), so the checks read what the
+compilers compiled at no extra cost; the candidate's lines of it (after the fixed preludes
+load_inline adds) and the files it read go to ``<unit>.policy.json`` next to the objects (a cached
+build carries them), the other intermediates are removed; the nvcc host object's symbols are checked.
 
 GPU path: torch's load_inline also builds the candidate's own call (the extension load() imports);
 the compile-only units above run there too, and the built extension's undefined symbols are checked.
@@ -22,34 +23,28 @@ CPP_FIRST_LINE = CPP_PRELUDE.count("\n") + 1
 
 
 
-def preprocess_argv(argv: list[str], out: str) -> list[str]:
-    """The preprocessor-only twin of a compile job (nvcc ``-c x.cu -o y.o`` or g++ ``-fsyntax-only x.cpp``)."""
-    drop = {"-c", "-fsyntax-only", "-Xptxas", "-v"}
-    twin, skip = [], False
-    for arg in argv:
-        if skip:
-            skip = False
-            continue
-        if arg == "-o":
-            skip = True
-            continue
-        if arg not in drop:
-            twin.append(arg)
-    return [*twin, "-E", "-o", out]
+NVCC_KEEP = ("--keep",)  # in the working directory
+GXX_KEEP = ("-save-temps",)
+_KEPT = (".cuda.o", ".policy.json", "compile-ok.txt")  # with the units' sources: what a cached build needs
 
 
 def write_records(extensions: tuple[InlineExtension, ...], work: Path) -> None:
-    """Turn each unit's preprocessed output into its small policy record (and drop the big .ii)."""
+    """Turn each unit's preprocessed output into its small policy record; drop the intermediates."""
     from verifier.gates.hack_build import candidate_lines, read_text
 
     for i, ext in enumerate(extensions):
+        stem = f"{ext.name}_{i}"
+        preprocessed = {".cu": work / f"{stem}.cpp1.ii",
+                        ".cpp": next((p for p in work.glob(f"*{stem}.ii") if ".cpp" not in p.name), work / "-")}
         for suffix, first, source in ((".cu", CUDA_FIRST_LINE, ext.cuda_sources), (".cpp", CPP_FIRST_LINE, ext.cpp_sources)):
-            ii = work / f"{ext.name}_{i}{suffix}.ii"
-            if not ii.is_file():
+            if not preprocessed[suffix].is_file():
                 continue
-            text, includes = candidate_lines(read_text(ii), first, first + source.count("\n"))
-            (work / f"{ext.name}_{i}{suffix}.policy.json").write_text(json.dumps({"text": text, "includes": includes}))
-            ii.unlink()
+            text, includes = candidate_lines(read_text(preprocessed[suffix]), first, first + source.count("\n"))
+            (work / f"{stem}{suffix}.policy.json").write_text(json.dumps({"text": text, "includes": includes}))
+    sources = {f"{ext.name}_{i}{suffix}" for i, ext in enumerate(extensions) for suffix in (".cu", ".cpp")}
+    for path in work.iterdir():
+        if path.is_file() and not path.name.endswith(_KEPT) and path.name not in sources:
+            path.unlink()
 
 
 def compile_only_units(extensions: tuple[InlineExtension, ...], work: Path) -> tuple[BuiltUnit, ...]:
@@ -73,5 +68,5 @@ def gpu_units(ext_dir: Path, extensions: tuple[InlineExtension, ...]) -> tuple[B
     for ext in extensions:
         libraries = tuple(str(p) for p in sorted((ext_dir / ext.name).glob("*.so")))
         if libraries:
-            units.append(BuiltUnit(f"extension {ext.name} (line {ext.line})", binaries=libraries))
+            units.append(BuiltUnit(f"extension {ext.name} (line {ext.line})", binaries=libraries, strict_symbols=False))
     return tuple(units)

@@ -100,7 +100,7 @@ def check_units(units: Iterable[BuiltUnit], include_roots: Iterable[str], disabl
         findings += preprocessed_findings(unit.preprocessed, unit.label, disabled, unit.line_offset)
         findings += include_findings(unit.includes, roots, unit.label, disabled)
         for binary in unit.binaries:
-            findings += symbol_findings(binary, unit.label, disabled)
+            findings += symbol_findings(binary, unit.label, disabled, unit.strict_symbols)
     return findings
 
 

@@ -29,7 +29,7 @@ _C_ALLOWED = set("""malloc calloc realloc free aligned_alloc posix_memalign mema
 memcmp memchr bzero strlen strnlen strcmp strncmp strcpy strncpy strcat strncat strchr strrchr strstr strdup
 strtol strtoll strtoul strtoull strtod strtof strtold atoi atol atoll atof abs labs llabs div ldiv qsort bsearch
 printf puts putchar fputs fputc fprintf fwrite fflush vprintf vfprintf snprintf sprintf vsnprintf vsprintf
-stdout stderr __errno_location __assert_fail __stack_chk_fail abort __cxa_finalize __cxa_atexit __gmon_start__
+stdout stderr __errno_location __assert_fail __stack_chk_fail abort atexit __cxa_finalize __cxa_atexit __gmon_start__
 _ITM_deregisterTMCloneTable _ITM_registerTMCloneTable __tls_get_addr __dso_handle __gxx_personality_v0
 __dynamic_cast __libc_single_threaded __isnan __isnanf __isinf __isinff __finite __finitef __fpclassify
 __fpclassifyf __signbit __signbitf pthread_mutex_lock pthread_mutex_unlock pthread_mutex_trylock pthread_once
@@ -148,8 +148,9 @@ def classify(symbol: str) -> str:
     return "c_undefined_symbols"
 
 
-def symbol_findings(path: str | Path, label: str, disabled: tuple[str, ...] = ()) -> list[Finding]:
-    """One finding per refused symbol of the object at ``path`` (``label`` names the source)."""
+def symbol_findings(path: str | Path, label: str, disabled: tuple[str, ...] = (), strict: bool = True) -> list[Finding]:
+    """One finding per refused symbol of the object at ``path`` (``label`` names the source).
+    ``strict=False`` (vendor runtimes whose names are not listed) refuses only the known-dangerous ones."""
     try:
         symbols = undefined_symbols(path)
     except (OSError, ValueError, struct.error, IndexError) as exc:
@@ -157,6 +158,8 @@ def symbol_findings(path: str | Path, label: str, disabled: tuple[str, ...] = ()
     findings = []
     for symbol in sorted(set(symbols)):
         check = classify(symbol)
+        if check == "c_undefined_symbols" and not strict:
+            continue
         if check and check not in disabled:
             findings.append(Finding(check, f"{label}: the built code calls {symbol}, which is not allowed "
                                            "(files, processes, sockets, dynamic loading, system calls, threads)"))

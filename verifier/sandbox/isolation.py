@@ -27,19 +27,19 @@ from pathlib import Path
 from verifier.sandbox import landlock, privileges
 
 POLICY_ENV = "EVOKERNEL_SANDBOX_POLICY"
-IMPORT_ROOT = ".imports"  # PYTHONPATH of a sandbox process: links to the two packages only
+IMPORT_ROOT = ".imports"  # PYTHONPATH of a sandbox process (beside its workdir): links to the packages only
 PACKAGES = ("verifier", "kernelbench_npu")
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SYSTEM_READ_EXEC = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 SYSTEM_READ = (
     "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/nsswitch.conf",
     "/etc/passwd", "/etc/group", "/etc/ssl/openssl.cnf", "/etc/gcrypt",
-    "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/filesystems", "/proc/sys/kernel",
-    "/proc/sys/vm/overcommit_memory", "/proc/driver/nvidia", "/sys", "/dev/random", "/dev/urandom", "/dev/zero",
+    "/proc/cpuinfo", "/proc/meminfo", "/proc/stat", "/proc/filesystems", "/proc/devices", "/proc/sys/kernel",
+    "/proc/sys/vm", "/proc/driver/nvidia", "/sys", "/dev/random", "/dev/urandom", "/dev/zero",
 )
 SYSTEM_WRITE = ("/dev/null", "/dev/full")
 DEVICE_GLOBS = ("/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*", "/dev/kfd", "/dev/davinci*",
-                "/dev/devmm_svm", "/dev/hisi_hdc")  # GPUs and NPUs (read, write, ioctl)
+                "/dev/devmm_svm", "/dev/hisi_hdc", "/dev/svm0")  # GPUs and NPUs (read, write, ioctl)
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,7 @@ class Policy:
     unavailable: str = ""  # why the kernel offers no isolation
     uid: int | None = None
     gid: int | None = None
+    groups: tuple[int, ...] = ()  # supplementary groups kept by a dropped uid: those of group-only devices
     strip_caps: bool = False
     notes: tuple[str, ...] = field(default=(), compare=False)  # mechanism, for the verdict
     warnings: tuple[str, ...] = field(default=(), compare=False)
@@ -101,8 +102,18 @@ def _devices() -> tuple[str, ...]:
     return tuple(sorted(p for pattern in DEVICE_GLOBS for p in glob.glob(pattern)))
 
 
+def _device_groups(devices: tuple[str, ...]) -> tuple[int, ...]:
+    """Groups a dropped uid needs to keep opening GPU/NPU nodes that are not world read-write."""
+    groups = set()
+    for path in devices:
+        info = os.stat(path)
+        if info.st_mode & 0o006 != 0o006 and info.st_mode & 0o060 == 0o060:
+            groups.add(info.st_gid)
+    return tuple(sorted(groups))
+
+
 def build_policy(workdir: Path, writable: bool, toolchains: tuple[str, ...] = (),
-                 packages: dict[str, str] | None = None) -> Policy:
+                 packages: dict[str, str] | None = None, import_root: Path | None = None) -> Policy:
     """The policy of a process working in ``workdir`` (writable or not)."""
     abi, why = landlock.abi_version()
     runtime = runtime_read_exec((*toolchains, *(packages or {}).values()))
@@ -112,9 +123,11 @@ def build_policy(workdir: Path, writable: bool, toolchains: tuple[str, ...] = ()
                 f"{os.geteuid()} can"] if not abi else []
     if plan.warning:
         warnings.append(plan.warning)
-    return Policy(read_exec=(*SYSTEM_READ_EXEC, *runtime), read=(*SYSTEM_READ, str(workdir)),
+    read = (*SYSTEM_READ, str(workdir), *((str(import_root),) if import_root else ()))
+    return Policy(read_exec=(*SYSTEM_READ_EXEC, *runtime), read=read,
                   write=(*SYSTEM_WRITE, *((str(workdir),) if writable else ())), devices=_devices(),
                   landlock_abi=abi, unavailable=why, uid=plan.uid, gid=plan.gid, strip_caps=plan.strip_caps,
+                  groups=_device_groups(_devices()) if plan.uid is not None else (),
                   notes=tuple(n for n in notes if n), warnings=tuple(warnings))
 
 
@@ -126,9 +139,10 @@ def prepare(workdir: Path, writable: bool, toolchains: tuple[str, ...] = (),
             packages: dict[str, str] | None = None) -> Prepared:
     """Parent side: the policy, the import root, and ownership of ``workdir`` for a dropped uid.
     ``packages``: {import name: directory} a backend outside the Python environment needs."""
-    policy = build_policy(workdir, writable, toolchains, packages)
-    import_root = workdir / IMPORT_ROOT
+    import_root = workdir.parent / f"{IMPORT_ROOT}-{workdir.name}"  # beside workdir: the candidate cannot swap it
+    policy = build_policy(workdir, writable, toolchains, packages, import_root)
     import_root.mkdir(exist_ok=True)
+    os.chmod(import_root, 0o755)
     for name, where in _packages(packages).items():
         link = import_root / name
         if not link.is_symlink():

@@ -8,7 +8,7 @@ candidate (should seccomp be unavailable) hits only this disposable pair, never 
 
 The isolation policy arrives in ``EVOKERNEL_SANDBOX_POLICY`` (removed from the child's
 environment) and is applied in the forked child just before it executes the module: the uid
-switch by ``Popen(user=..., group=..., extra_groups=[])``, then capabilities, no_new_privs and
+switch by ``Popen(user=..., group=..., extra_groups=...)`` (only the groups of GPU/NPU nodes), then capabilities, no_new_privs and
 Landlock (:func:`verifier.sandbox.isolation.apply`). This process has a single thread, so the
 fork is safe. A policy that cannot be applied stops the verification (exit code 70, reason in
 the log) rather than running the candidate unconfined.
@@ -37,7 +37,7 @@ def _confine(policy: isolation.Policy) -> None:
 def main(argv: list[str]) -> int:
     module, in_fd, out_fd = argv[1], int(argv[2]), int(argv[3])
     policy = isolation.Policy.from_env(os.environ.pop(isolation.POLICY_ENV, "{}"))
-    switch = {} if policy.uid is None else {"user": policy.uid, "group": policy.gid, "extra_groups": []}
+    switch = {} if policy.uid is None else {"user": policy.uid, "group": policy.gid, "extra_groups": list(policy.groups)}
     try:  # in_fd/out_fd are inheritable; close_fds=False keeps the /proc/self pin apply() opens
         child = subprocess.Popen([sys.executable, "-m", module, str(in_fd), str(out_fd)], close_fds=False,
                                  env=dict(os.environ), preexec_fn=lambda: _confine(policy), **switch)

@@ -50,8 +50,8 @@ def plan(needed: Iterable[str], workdir: Path) -> PrivilegePlan:
         return PrivilegePlan(strip_caps=True, note="uid 0 without capabilities",
                              warning=f"privilege drop unavailable: {blocked} is not readable by other users, so "
                                      "the sandbox runs as uid 0 with every capability removed")
-    uid = _sandbox_id("uid_map")
-    gid = _sandbox_id("gid_map")
+    offset = next(_COUNTER) % UID_WINDOW
+    uid, gid = _sandbox_id("uid_map", offset), _sandbox_id("gid_map", offset)
     if uid is None or gid is None:
         return PrivilegePlan(strip_caps=True, note="uid 0 without capabilities",
                              warning="privilege drop unavailable: no free uid in this user namespace, so the "
@@ -80,13 +80,12 @@ def first_unreachable(paths: Iterable[str], read: bool = True) -> str:
     return ""
 
 
-def _sandbox_id(map_name: str) -> int | None:
+def _sandbox_id(map_name: str, offset: int) -> int | None:
     """A uid (gid) from the sandbox window, inside this namespace's mapping."""
     try:
         extents = [tuple(int(v) for v in line.split()) for line in Path(f"/proc/self/{map_name}").read_text().splitlines()]
     except (OSError, ValueError):
         extents = [(0, 0, 1 << 32)]
-    offset = next(_COUNTER) % UID_WINDOW
     for inside, _outside, count in extents:
         if inside <= UID_BASE and UID_BASE + UID_WINDOW <= inside + count:
             return UID_BASE + offset

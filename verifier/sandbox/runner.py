@@ -22,6 +22,8 @@ from verifier.sandbox import isolation
 from verifier.sandbox.channel import Message, read_message, write_message
 
 READ_ONLY_MODULES = frozenset({"verifier.sandbox.reference_worker"})  # never writes a file
+DEVICE_SELECTION = ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "TORCH_CUDA_ARCH_LIST", "ASCEND_RT_VISIBLE_DEVICES",
+                    "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "LD_LIBRARY_PATH")
 SIGNAL_REASONS = {
     signal.SIGSEGV: "segmentation fault (invalid memory access)",
     signal.SIGBUS: "bus error (invalid memory access)",
@@ -36,13 +38,18 @@ SIGNAL_REASONS = {
 }
 
 
-def clean_env(threads: int, workdir: Path, import_root: Path) -> dict[str, str]:
+def clean_env(threads: int, workdir: Path, import_root: Path, devices: bool = False) -> dict[str, str]:
+    """The whole environment of a sandbox process. ``devices``: the backend runs on a GPU/NPU, so the
+    caller's device selection passes through; otherwise accelerators are hidden."""
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workdir), "TMPDIR": str(workdir),
         "LANG": "C.UTF-8", "PYTHONPATH": str(import_root), "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1", "TORCH_EXTENSIONS_DIR": str(workdir / "torch_extensions"),
-        "CUDA_VISIBLE_DEVICES": "",
     }
+    if not devices:
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    else:
+        env.update({k: v for k, v in os.environ.items() if k in DEVICE_SELECTION})
     for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
         env[var] = str(threads)
     return env
@@ -59,7 +66,8 @@ class SandboxProcess:
         toolchains, packages = _backend_paths(config)
         prepared = isolation.prepare(workdir, module not in READ_ONLY_MODULES, toolchains, packages)
         self.isolation = isolation.describe(prepared.policy)
-        env = {**clean_env(threads, workdir, prepared.import_root), isolation.POLICY_ENV: prepared.policy.to_env()}
+        devices = config.get("backend") not in (None, "cpu")
+        env = {**clean_env(threads, workdir, prepared.import_root, devices), isolation.POLICY_ENV: prepared.policy.to_env()}
         to_r, self._to_w = os.pipe()
         self._from_r, from_w = os.pipe()
         self.proc = subprocess.Popen(

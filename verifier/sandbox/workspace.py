@@ -49,4 +49,19 @@ class Workspace:
                 return self.cache.ingest(new, self.build_dir, reported)
             return []
         finally:
-            shutil.rmtree(self.root, ignore_errors=True)
+            remove_tree(self.root)
+
+
+def remove_tree(root: Path) -> None:
+    """Remove a verification's directory, including what its sandbox made unreadable (chmod 000)."""
+
+    def unlock(func, path, _exc) -> None:
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.chmod(path, 0o700)
+            func(path)
+        except OSError:
+            pass
+
+    shutil.rmtree(root, onerror=unlock)
