@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from verifier.sandbox import isolation
-from verifier.sandbox.channel import Message, read_message, write_message
+from verifier.sandbox.channel import ChannelClosed, Message, read_message, write_message
 
 READ_ONLY_MODULES = frozenset({"verifier.sandbox.reference_worker"})  # never writes a file
 DEVICE_SELECTION = ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "TORCH_CUDA_ARCH_LIST", "ASCEND_RT_VISIBLE_DEVICES",
@@ -80,6 +80,8 @@ class SandboxProcess:
         write_message(self._to_w, {**config, "workdir": str(workdir)})
 
     def read(self, deadline: float) -> Message:
+        if self._from_r < 0:
+            raise ChannelClosed("the sandbox channel is closed")
         return read_message(self._from_r, deadline, self.nonce)
 
     def send(self, header: dict) -> None:
@@ -100,8 +102,13 @@ class SandboxProcess:
             pass
 
     def close(self) -> None:
+        """Kill the process and close the pipes and the log (once: a number closed twice could by then
+        be another verification's descriptor)."""
         self.kill()
-        for fd in (self._to_w, self._from_r, self._log_fd):
+        fds, (self._to_w, self._from_r, self._log_fd) = (self._to_w, self._from_r, self._log_fd), (-1, -1, -1)
+        for fd in fds:
+            if fd < 0:
+                continue
             try:
                 os.close(fd)
             except OSError:
