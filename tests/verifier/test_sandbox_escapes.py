@@ -148,6 +148,7 @@ def test_the_corpus_is_large_and_covers_the_issue():
         assert any(needle in n for n in names), needle
 
 
+@pytest.mark.slow
 def test_every_escape_is_contained_at_run_time_with_every_static_check_off(world):
     """The run-time isolation alone: each case runs with the static policy disabled."""
     before = world.snapshot()
@@ -188,6 +189,7 @@ def test_full_policy_end_to_end(name, world):
         assert "fopen" in verdict.feedback
 
 
+@pytest.mark.slow
 def test_a_candidate_cannot_plant_a_library_for_another(tmp_path):
     """A candidate that rewrites its own build output (fresh, then a cached copy) after the compile
     report never reaches the cache: the next candidate with the same kernel gets a clean build."""
