@@ -16,10 +16,14 @@ from memory_lake.models import (
     SeedItemRow,
     ValueUpdate,
 )
+from memory_lake.reads import AttemptRow, CampaignState, ChildTrace, TaskAttempt
 from memory_lake.retrieval import Bm25Scorer, Candidate, SimilarityScorer
 
 __all__ = [
+    "AttemptRow",
     "Bm25Scorer",
+    "CampaignState",
+    "ChildTrace",
     "Candidate",
     "Lake",
     "LakeError",
@@ -28,5 +32,6 @@ __all__ = [
     "RetrievedItem",
     "SeedItemRow",
     "SimilarityScorer",
+    "TaskAttempt",
     "ValueUpdate",
 ]

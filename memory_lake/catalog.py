@@ -21,7 +21,7 @@ from memory_lake import engine
 from memory_lake.errors import LakeError
 from memory_lake.schema import ALL_TABLES, FILE_TABLES, ROW_GROUP_ROWS, create_table_sql
 from memory_lake.sqlfiles import sql
-from memory_lake.storage import CATALOG_FILE, Location, normalise_data_path
+from memory_lake.storage import CATALOG_FILE, Location, normalise_data_path, parse
 
 FORMAT_VERSION = 2  # 1: Parquet files under a directory (before DuckLake); 2: DuckLake
 OLD_META_FILE = "lake.json"  # marks a format-1 lake (see migrate.py)
@@ -189,3 +189,17 @@ def _check_new(location: Location) -> None:
         raise LakeError(f"{location.label}: already exists and is not empty (a lake is created only once)")
     if location.kind == "sqlite":
         Path(location.catalog[len("ducklake:sqlite:"):]).parent.mkdir(parents=True, exist_ok=True)
+
+
+def attach_script(uri: str) -> str:
+    """The SQL that opens the lake at ``uri`` in plain DuckDB, read-only (values are written by the
+    lake's own clock transactions: write through memory_lake)."""
+    location = parse(uri)
+    needs = ("ducklake", "postgres" if location.kind == "postgres" else "sqlite", "httpfs")
+    lines = ["-- DuckDB 1.5.5. Extensions from the duckdb-extension-* wheels (where DuckDB can download,",
+             "-- INSTALL ducklake; INSTALL sqlite; INSTALL postgres; INSTALL httpfs; does the same):"]
+    lines += [f"LOAD '{engine.extension_path(engine.EXTENSIONS[name])}';" for name in needs]
+    lines += ["-- data on S3: CREATE SECRET (TYPE s3, KEY_ID '...', SECRET '...', ENDPOINT 'host:port', URL_STYLE 'path');",
+              f"ATTACH {engine.literal(location.catalog)} AS lake (READ_ONLY);", "USE lake;",
+              "-- e.g. SELECT kind, count(*) FROM items GROUP BY kind;  SELECT * FROM lake.snapshots();"]
+    return "\n".join(lines)

@@ -72,7 +72,7 @@ def s3_settings() -> dict[str, str]:
 
 
 def install_s3_secret(con: duckdb.DuckDBPyConnection) -> None:
-    options = ", ".join(f"{k} {_literal(v)}" for k, v in s3_settings().items())
+    options = ", ".join(f"{k} {literal(v)}" for k, v in s3_settings().items())
     con.execute(f"CREATE OR REPLACE SECRET evokernel_lake_s3 (TYPE s3{', ' + options if options else ''})")
 
 
@@ -81,14 +81,14 @@ def attach(con: duckdb.DuckDBPyConnection, catalog: str, data_path: str | None =
     """ATTACH the lake as ``lake`` and make it the default catalog (plain table names resolve)."""
     options = [] if create else ["CREATE_IF_NOT_EXISTS false"]
     if data_path:
-        options.append(f"DATA_PATH {_literal(data_path)}")
+        options.append(f"DATA_PATH {literal(data_path)}")
     if snapshot is not None:
         options += [f"SNAPSHOT_VERSION {int(snapshot)}", "READ_ONLY"]
     elif snapshot_time is not None:
-        options += [f"SNAPSHOT_TIME {_literal(snapshot_time)}", "READ_ONLY"]
+        options += [f"SNAPSHOT_TIME {literal(snapshot_time)}", "READ_ONLY"]
     install_s3_secret(con)
     with_options = f" ({', '.join(options)})" if options else ""
-    retrying(lambda: con.execute(f"ATTACH {_literal(catalog)} AS {ALIAS}{with_options}"))
+    retrying(lambda: con.execute(f"ATTACH {literal(catalog)} AS {ALIAS}{with_options}"))
     con.execute(f"USE {ALIAS}")
 
 
@@ -138,5 +138,5 @@ def first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _literal(value: str) -> str:
+def literal(value: str) -> str:
     return "'" + str(value).replace("'", "''") + "'"

@@ -19,17 +19,20 @@ import time
 import uuid
 from collections import OrderedDict
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import duckdb
 import pyarrow as pa
 
-from memory_lake import catalog, engine, maintenance, retrieval, transfer, values
+from memory_lake import catalog, engine, maintenance, migrate, retrieval, transfer, values
 from memory_lake.errors import LakeError
 from memory_lake.keyed_reads import KeyedReader
+from memory_lake.migrate import MigrationResult
 from memory_lake.models import (CompactionResult, NewItem, RetrievalRequest, RetrievedItem, SeedItemRow,
                                 TableStats, ValueUpdate)
+from memory_lake.reads import LakeReads
 from memory_lake.readstate import FileState, Files
 from memory_lake.rows import to_table
 from memory_lake.schema import INTERNAL_TABLES, ITEM_KINDS, TABLES
@@ -47,7 +50,7 @@ def new_item_ids(count: int) -> list[str]:
     return [f"it-{base + i:016x}-{salt}" for i in range(count)]
 
 
-class Lake:
+class Lake(LakeReads):
     def __init__(self, location: Location, con: duckdb.DuckDBPyConnection, meta: catalog.LakeMeta,
                  scorer: retrieval.SimilarityScorer | None = None) -> None:
         self.location = location
@@ -101,6 +104,23 @@ class Lake:
             if cls.exists(uri):  # another process created it first
                 return cls.open(uri)
             raise
+
+    @classmethod
+    def migrate(cls, old: str | Path, uri: str | Path, data_path: str | None = None) -> tuple["Lake", MigrationResult]:
+        """Copy the lake at ``old`` (old directory format, or any lake) into a new lake at ``uri``."""
+        if (Path(str(old)) / migrate.OLD_META).is_file():
+            meta = migrate.read_old_meta(Path(str(old)))
+            backend, q_init = str(meta["backend"]), float(meta.get("q_init", 0.0))
+            read = partial(migrate.read_table, Path(str(old)))
+        else:
+            source = cls.open(old)
+            backend, q_init = source.backend, source.q_init
+            read = lambda table: source.query(f"SELECT * FROM {table}")  # noqa: E731  (table: a known name)
+        done: list[MigrationResult] = []
+        location = parse(uri)
+        con = catalog.create_lake(location, backend, q_init, data_path,
+                                  lambda c: done.append(migrate.copy_rows(c, read, _insert, _insert_items)))
+        return cls(location, con, catalog.read_meta(con, location)), done[-1]
 
     @staticmethod
     def exists(uri: str | Path) -> bool:

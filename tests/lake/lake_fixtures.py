@@ -24,6 +24,7 @@ from memory_lake import Lake, NewItem, SeedItemRow  # noqa: E402
 from memory_lake.storage import DATA_PATH_ENV  # noqa: E402
 
 KINDS = ("directory", "postgres", "s3")
+CATALOG_KINDS = ("directory", "postgres")  # the multi-process durability tests (data path: local)
 SEEDS = (
     SeedItemRow("cpu backend API notes", "Use OpenMP parallel for loops; mark pointers restrict.", "", "general"),
     SeedItemRow("cpu worked example: relu", "An elementwise relu kernel in C.",
@@ -77,15 +78,30 @@ def s3_server():
     server.stop()
 
 
-@pytest.fixture(scope="session", params=KINDS)
-def lake_factory(request, tmp_path_factory) -> LakeFactory:
+def _factory(request, tmp_path_factory) -> LakeFactory:
     kind = request.param
     postgres = request.getfixturevalue("postgres_server") if kind != "directory" else None
     s3 = request.getfixturevalue("s3_server") if kind == "s3" else None
     return LakeFactory(kind, tmp_path_factory.mktemp(f"lakes-{kind}"), postgres, s3)
 
 
+@pytest.fixture(scope="session", params=KINDS)
+def lake_factory(request, tmp_path_factory) -> LakeFactory:
+    return _factory(request, tmp_path_factory)
+
+
+@pytest.fixture(scope="session", params=CATALOG_KINDS)
+def catalog_factory(request, tmp_path_factory) -> LakeFactory:
+    return _factory(request, tmp_path_factory)
+
+
 @pytest.fixture
 def lake(lake_factory) -> Lake:
     with Lake.create(lake_factory.new(), "cpu", SEEDS) as created:
+        yield created
+
+
+@pytest.fixture
+def catalog_lake(catalog_factory) -> Lake:
+    with Lake.create(catalog_factory.new(), "cpu", SEEDS) as created:
         yield created
