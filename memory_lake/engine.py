@@ -54,6 +54,7 @@ def new_connection(needs: tuple[str, ...] = ("ducklake", "sqlite", "postgres", "
     for short in needs:
         con.execute(f"LOAD '{extension_path(EXTENSIONS[short])}'")
     con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET enable_progress_bar = false")
     return con
 
 

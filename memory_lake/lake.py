@@ -59,6 +59,8 @@ class Lake(LakeReads):
         self.backend = meta.backend
         self.scorer = scorer or retrieval.Bm25Scorer()
         self._con = con
+        self._scratch = engine.new_connection(("httpfs",))  # computing over files and Arrow tables
+        engine.install_s3_secret(self._scratch)
         self._guard = threading.RLock()
         self._state = FileState()
         self._q = values.QCache(self.q_init)
@@ -246,7 +248,7 @@ class Lake(LakeReads):
 
     def _pool_choices(self, files: Files, req: RetrievalRequest) -> list[retrieval.Choice]:
         kinds = retrieval.pool_kinds(req, ITEM_KINDS)
-        ctx = retrieval.ScoringContext(self._con, files, self._reader)
+        ctx = retrieval.ScoringContext(self._con, files, self._reader, self._scratch)
         pool = self.scorer.pool(ctx, req, kinds, req.pool_size)
         q = self._q.get([c.item_id for c in pool], req.stage)
         pool = [retrieval.Candidate(c.item_id, c.similarity, q[c.item_id]) for c in pool]
@@ -301,6 +303,7 @@ class Lake(LakeReads):
         with self._guard:
             if self._con is not None:
                 self._con.close()
+                self._scratch.close()
             self._con = None
 
     def __enter__(self) -> "Lake":

@@ -42,11 +42,18 @@ class Choice:
 
 @dataclass(frozen=True)
 class ScoringContext:
-    """What a scorer may use: the lake's connection and the data files of one snapshot."""
+    """What a scorer may use: the lake's connection, a scratch connection for computing over data
+    files and Arrow tables (no catalog attached, so registering a table costs no catalog round
+    trip), and the data files of one snapshot."""
 
     con: duckdb.DuckDBPyConnection
     files: Files
     reader: KeyedReader | None = None  # pruned reads of posting lists (Lake supplies one)
+    scratch: duckdb.DuckDBPyConnection | None = None  # default: con
+
+    @property
+    def compute(self) -> duckdb.DuckDBPyConnection:
+        return self.scratch or self.con
 
 
 class SimilarityScorer(Protocol):
@@ -98,13 +105,13 @@ class Bm25Scorer:
                   "backend": req.backend, "w_category": self.w_category, "w_backend": self.w_backend}
         found: list[Candidate] = []
         if terms:
-            ctx.con.register("query_postings", query_postings(ctx, terms))
+            ctx.compute.register("query_postings", query_postings(ctx, terms))
             try:
-                rows = ctx.con.execute(sql("bm25_pool"), {
+                rows = ctx.compute.execute(sql("bm25_pool"), {
                     **common, "k": k, "terms": terms, "dfs": [df[t] for t in terms], "n_docs": float(n_docs),
                     "avg_doc_len": max(total_len / n_docs, 1.0), "k1": self.k1, "b": self.b}).fetchall()
             finally:
-                ctx.con.unregister("query_postings")
+                ctx.compute.unregister("query_postings")
             found = [Candidate(item_id, float(score)) for item_id, score in rows]
         if len(found) < k:
             seen = {c.item_id for c in found}
@@ -172,13 +179,13 @@ def query_postings(ctx: ScoringContext, terms: list[str]) -> pa.Table:
 
 
 def _docs_stats(ctx: ScoringContext, path: str) -> tuple[int, int]:
-    rel = ctx.con.read_parquet(path).aggregate("count(*), coalesce(sum(doc_len), 0)")
+    rel = ctx.compute.read_parquet(path).aggregate("count(*), coalesce(sum(doc_len), 0)")
     n, total = rel.fetchall()[0]
     return int(n), int(total)
 
 
 def _term_df(ctx: ScoringContext, path: str) -> dict[str, int]:
-    rel = ctx.con.read_parquet(path).aggregate("term, count(*)", "term")
+    rel = ctx.compute.read_parquet(path).aggregate("term, count(*)", "term")
     return dict(rel.fetchall())
 
 
