@@ -29,7 +29,7 @@ EXTENSIONS = {"ducklake": "ducklake", "sqlite": "sqlite_scanner", "postgres": "p
               "httpfs": "httpfs"}
 RETRY_MARKERS = ("transaction conflict", "database is locked", "could not serialize", "deadlock detected",
                  "conflict on")
-MAX_ATTEMPTS = 60
+MAX_ATTEMPTS = 200  # with the backoff capped at 0.5 s: about 100 s of contention before giving up
 T = TypeVar("T")
 
 

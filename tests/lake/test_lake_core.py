@@ -131,3 +131,32 @@ def test_values_history_rows_must_follow_the_clock(lake):
     lake.append("value_updates", [{"item_id": item, "stage": 1, "q_after": 0.1, "seq": 7}])
     lake.update_values([ValueUpdate(item, 1, 1.0, 0.5)])
     assert lake.query("SELECT max(seq) FROM value_updates").column(0)[0].as_py() == 8
+
+
+@pytest.mark.parametrize("uri, message", [
+    ("", "empty lake URI"),
+    ("ducklake:postgres:", "missing the libpq conninfo"),
+    ("ducklake:mysql:db", "unsupported catalog"),
+    ("s3://bucket/lake", "--data-path s3://"),
+])
+def test_bad_lake_uris_are_one_line_errors(uri, message):
+    from memory_lake.storage import parse
+
+    with pytest.raises(LakeError, match=message):
+        parse(uri)
+
+
+def test_uri_kinds_and_password_redaction(tmp_path):
+    from memory_lake.storage import parse
+
+    directory = parse(str(tmp_path / "lake"))
+    assert directory.kind == "directory" and directory.catalog.endswith("lake/catalog.sqlite")
+    assert directory.default_data_path() == str(tmp_path / "lake" / "data") + "/"
+    pg = parse("ducklake:postgres:dbname=lake host=db password=hunter2")
+    assert pg.kind == "postgres" and pg.catalog == pg.uri and "hunter2" not in pg.label
+
+
+def test_catalog_lake_without_data_path_is_refused(monkeypatch):
+    monkeypatch.delenv("EVOKERNEL_LAKE_DATA_PATH", raising=False)
+    with pytest.raises(LakeError, match="needs a data path"):
+        Lake.create("ducklake:postgres:dbname=nowhere host=127.0.0.1 port=1", "cpu")
