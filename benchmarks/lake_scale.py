@@ -210,7 +210,7 @@ def main() -> None:
     parser.add_argument("--postgres", default=None, help="libpq conninfo of a server, without dbname")
     parser.add_argument("--batch", type=int, default=10_000, help="items per append transaction")
     parser.add_argument("--queries", type=int, default=100)
-    parser.add_argument("--writers", type=int, default=4)
+    parser.add_argument("--writers", type=int, default=4, help="concurrent writer processes (0: skip)")
     parser.add_argument("--updates", type=int, default=25, help="Q updates per writer process")
     parser.add_argument("--fts", action="store_true", help="compare with DuckDB's FTS at the largest size")
     parser.add_argument("--root", default=None, help="scratch directory (default: a temp dir)")
@@ -229,7 +229,7 @@ def main() -> None:
                   f"{r['files'][0]} -> {r['files'][1]} | {r['mb'][0]:.0f} -> {r['mb'][1]:.0f} | "
                   f"{r['p50']:.1f} / {r['p95']:.1f} | {r['p50_rec']:.1f} / {r['p95_rec']:.1f}   (load {load()})",
                   flush=True)
-    for catalog in catalogs:
+    for catalog in catalogs if args.writers > 0 else []:
         w = concurrent_writers(catalog, args, base)
         print(f"{catalog}: {args.writers} writer processes: {w['updates']} Q updates in {w['seconds']:.1f} s "
               f"({w['per_s']:.1f}/s, each with an attempt append), lost updates {w['lost']}, "

@@ -71,6 +71,22 @@ def test_writer_killed_mid_batch_leaves_a_readable_lake(catalog_lake):
     assert count(reopened, "SELECT count(DISTINCT attempt_id) FROM attempts") == rows
 
 
+def test_q_writer_killed_mid_update_loses_nothing_committed_and_blocks_no_one(catalog_lake):
+    lake = catalog_lake
+    (item,) = lake.add_items(sample_items(1))
+    writer = spawn("update", lake.root, item, "1000")
+    for line in writer.stdout:
+        if int(line.split()[1]) >= 2:
+            break
+    os.kill(writer.pid, signal.SIGKILL)  # most likely inside its next update transaction
+    writer.wait(timeout=30)
+    rows = lake.query("SELECT seq, q_before, q_after FROM value_updates ORDER BY seq").to_pylist()
+    assert len(rows) >= 3 and [r["seq"] for r in rows] == list(range(1, len(rows) + 1))
+    assert all(b["q_before"] == pytest.approx(a["q_after"]) for a, b in zip(rows, rows[1:]))
+    after = lake.update_values([ValueUpdate(item, 1, 1.0, 0.5, "next")])  # nothing held by the dead writer
+    assert after[item] == pytest.approx(rows[-1]["q_after"] + 0.5 * (1.0 - rows[-1]["q_after"]))
+
+
 def test_two_writers_share_one_lake(catalog_lake):
     """Items, Q updates and retrieval across two processes at once: no lost update, no duplicate
     id, and each process retrieves the items the other wrote."""
