@@ -60,6 +60,7 @@ class Lake(LakeReads):
         self.scorer = scorer or retrieval.Bm25Scorer()
         self._con = con
         self._scratch = engine.new_connection(("httpfs",))  # computing over files and Arrow tables
+        self._scratch.execute("SET threads = 1")  # small queries: a second thread costs more than it gives
         engine.install_s3_secret(self._scratch)
         self._guard = threading.RLock()
         self._state = FileState()
