@@ -11,8 +11,9 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from verifier.sandbox.channel import Message, read_message, write_message
+from verifier.sandbox import messages
 
 _PACKAGE_ROOT = str(Path(__file__).resolve().parents[2])
 SIGNAL_REASONS = {
@@ -43,9 +44,11 @@ def clean_env(threads: int, workdir: Path) -> dict[str, str]:
 
 class SandboxProcess:
     """One sandboxed Python child (``python -m module IN_FD OUT_FD``) behind a disposable launcher,
-    all in a new session whose process group is killed as a whole."""
+    all in a new session whose process group is killed as a whole. ``config`` is the first message
+    the child reads (verifier.sandbox.messages: it names the child's workdir and nonce)."""
 
-    def __init__(self, module: str, config: dict, workdir: Path, threads: int) -> None:
+    def __init__(self, module: str, config: Any, threads: int) -> None:
+        workdir = Path(config.workdir)
         workdir.mkdir(parents=True, exist_ok=True)
         to_r, self._to_w = os.pipe()
         self._from_r, from_w = os.pipe()
@@ -58,15 +61,16 @@ class SandboxProcess:
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
         os.close(to_r)
         os.close(from_w)
-        self.nonce = config["nonce"]
-        write_message(self._to_w, {**config, "workdir": str(workdir)})
+        self.nonce = config.nonce
+        messages.send(self._to_w, self.nonce, config)
 
-    def read(self, deadline: float) -> Message:
-        return read_message(self._from_r, deadline, self.nonce)
+    def receive(self, deadline: float) -> Any:
+        """The child's next typed message (verifier.sandbox.messages); ChannelError otherwise."""
+        return messages.receive(self._from_r, deadline, self.nonce)
 
-    def send(self, header: dict) -> None:
+    def send(self, message: Any) -> None:
         try:
-            write_message(self._to_w, {**header, "nonce": self.nonce})
+            messages.send(self._to_w, self.nonce, message)
         except OSError:
             pass  # the child is gone; its exit status tells why
 
