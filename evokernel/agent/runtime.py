@@ -18,7 +18,6 @@ from pathlib import Path
 
 from evokernel.agent.context import AgentContext
 from evokernel.agent.methods import method_policy
-from evokernel.agent.retrieval import sql
 from evokernel.config import Settings
 from evokernel.llm.base import LLM
 from evokernel.llm.registry import make_llm
@@ -114,12 +113,11 @@ def close_runtime(runtime: Runtime) -> None:
 
 
 def _check_resumable(lake: Lake, campaign_id: str, build: Build, settings: Settings, model: str) -> None:
-    rows = lake.query(sql("campaign_state"), {"campaign_id": campaign_id}).to_pylist()
-    if not rows:
+    state = lake.campaign_state(campaign_id)
+    if state is None:
         return
-    row = rows[0]
     for field, want in (("build_hash", build.build_hash), ("method", settings.method), ("model", model),
                         ("backend", build.backend)):
-        if row[field] != want:
-            raise CampaignError(f"campaign {campaign_id!r} exists with {field}={row[field]!r}; "
+        if getattr(state, field) != want:
+            raise CampaignError(f"campaign {campaign_id!r} exists with {field}={getattr(state, field)!r}; "
                                 f"cannot resume it with {field}={want!r} (use a new --campaign-id)")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from evokernel.agent import rewards
 from evokernel.agent.context import AgentContext, attempt_id_for, trace_item_id_for
 from evokernel.agent.records import Scored, attempt_row, trace_item
-from evokernel.agent.retrieval import children_of, choose_start_point, gather_context, sql, start_item
+from evokernel.agent.retrieval import children_of, choose_start_point, gather_context, start_item
 from evokernel.agent.state import StartPoint, StepOutcome, TaskState
 from evokernel.llm.base import Completion, LLMRequest
 from evokernel.prompts import CodeExtraction, build_draft_prompt, build_refine_prompt, extract_code
@@ -108,7 +108,7 @@ def complete_attempt(ctx: AgentContext, task: TaskSpec, row: dict) -> str | None
     trace_id = None
     if row["code"]:
         trace_id = trace_item_id_for(row["attempt_id"])
-        if not ctx.lake.query(sql("item_exists"), {"item_id": trace_id}).num_rows:
+        if not ctx.lake.item_exists(trace_id):
             ctx.lake.add_items([trace_item(trace_id, row, task)])
     if ctx.policy.learns_values:
         _apply_value_updates(ctx, row)
@@ -118,10 +118,8 @@ def complete_attempt(ctx: AgentContext, task: TaskSpec, row: dict) -> str | None
 def _apply_value_updates(ctx: AgentContext, row: dict) -> None:
     """Q1 for every retrieved item (drafting); Q2 for the start point and retrieved items (refining)."""
     stage, attempt_id = int(row["stage"]), row["attempt_id"]
-    done = {(r["item_id"], r["stage"]) for r in ctx.lake.query(sql("updates_for_attempt"),
-                                                               {"attempt_id": attempt_id}).to_pylist()}
-    retrieved = [r["item_id"] for r in ctx.lake.query(sql("retrieved_for_attempt"),
-                                                       {"attempt_id": attempt_id}).to_pylist()]
+    done = ctx.lake.updates_for_attempt(attempt_id)
+    retrieved = [item.item_id for item in ctx.lake.retrieved_for_attempt(attempt_id)]
     targets = retrieved + ([row["start_point_item_id"]] if stage == 2 and row["start_point_item_id"] else [])
     updates = [
         ValueUpdate(item_id=item_id, stage=stage, reward=row["reward_normalized"], alpha=ctx.settings.alpha,
