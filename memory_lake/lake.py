@@ -199,15 +199,16 @@ class Lake:
         return transfer.import_items(self, path)
 
     # ---- retrieval ---------------------------------------------------------------------
-    def retrieve(self, req: RetrievalRequest) -> tuple[RetrievedItem, ...]:
+    def retrieve(self, req: RetrievalRequest, record: bool = True) -> tuple[RetrievedItem, ...]:
         """Retrieve items for an attempt (see retrieval.py) and record them in ``retrievals``."""
         with self._guard:
             con = self._resident()
             chosen = self._templates(con, req) + self._pool_choices(con, req)
             shown = self._materialise(con, req, chosen)
-        self.append("retrievals", [{"attempt_id": req.attempt_id, "item_id": r.item_id, "stage": req.stage,
-                                    "rank": r.rank, "similarity": r.similarity, "q_value": r.q_value,
-                                    "explored": r.explored, "strategy": r.strategy} for r in shown])
+        if record:
+            self.append("retrievals", [{"attempt_id": req.attempt_id, "item_id": r.item_id, "stage": req.stage,
+                                        "rank": r.rank, "similarity": r.similarity, "q_value": r.q_value,
+                                        "explored": r.explored, "strategy": r.strategy} for r in shown])
         return shown
 
     def _templates(self, con, req: RetrievalRequest) -> list[retrieval.Choice]:

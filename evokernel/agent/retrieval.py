@@ -42,7 +42,7 @@ def choose_start_point(ctx: AgentContext, state: TaskState, attempt_id: str) -> 
 
 
 def gather_context(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPoint | None,
-                   attempt_id: str) -> tuple[RetrievedItem, ...]:
+                   attempt_id: str, record: bool = True) -> tuple[RetrievedItem, ...]:
     if not ctx.policy.uses_memory:
         return ()
     recorded = ctx.lake.query(sql("retrieved_for_attempt"), {"attempt_id": attempt_id}).to_pylist()
@@ -56,7 +56,7 @@ def gather_context(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPo
         kinds=None if stage == 1 else ("trace", "best_practice"), include_templates=stage == 1,
         exclude_item_ids=(start.item_id,) if start else (),
     )
-    return tuple(ctx.lake.retrieve(request))
+    return tuple(ctx.lake.retrieve(request, record=record))
 
 
 def start_item(ctx: AgentContext, start: StartPoint, task_id: str) -> RetrievedItem:

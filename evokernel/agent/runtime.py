@@ -82,10 +82,14 @@ def open_runtime(settings: Settings, campaign_id: str | None = None) -> Runtime:
     lake = open_lake(settings.lake, backend)
     campaign_id = campaign_id or default_campaign_id(settings.method, llm.model)
     _check_resumable(lake, campaign_id, build, settings, llm.model)
-    ctx = AgentContext(campaign_id=campaign_id, settings=settings, policy=method_policy(settings.method), lake=lake,
-                       model=llm.model, backend=backend.name, scaffold=backend.scaffold(None),
-                       fence_language=backend.fence_language)
+    ctx = agent_context(settings, backend, lake, llm.model, campaign_id)
     return Runtime(ctx=ctx, build=build, llm=llm, verify_settings=verify_settings(settings))
+
+
+def agent_context(settings: Settings, backend: Backend, lake: Lake, model: str, campaign_id: str) -> AgentContext:
+    return AgentContext(campaign_id=campaign_id, settings=settings, policy=method_policy(settings.method), lake=lake,
+                        model=model, backend=backend.name, scaffold=backend.scaffold(None),
+                        fence_language=backend.fence_language)
 
 
 _RUNTIMES: dict[tuple[str, str], Runtime] = {}
