@@ -62,7 +62,9 @@ def gather_context(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPo
 def start_item(ctx: AgentContext, start: StartPoint, task_id: str) -> RetrievedItem:
     """The start point as shown in the refine prompt, with its current Q2."""
     q2 = ctx.lake.current_q([start.item_id], 2).get(start.item_id, ctx.settings.q_init)
-    return RetrievedItem(item_id=start.item_id, kind="trace", title=f"start point (iteration {start.iteration})",
+    measured = (f": {start.latency_ms:.4g} ms" if start.latency_ms is not None else ": not timed") + \
+        (f", {start.speedup:.2f}x vs reference" if start.speedup is not None else "")
+    return RetrievedItem(item_id=start.item_id, kind="trace", title=f"start point (iteration {start.iteration}){measured}",
                          body="", code=start.code, task_id=task_id, rank=0, similarity=0.0, q_value=q2,
                          explored=False, strategy="start")
 

@@ -21,6 +21,7 @@ from kernelbench_npu.spec import TaskSpec
 
 from evokernel.prompts.budget import SECTION_BUDGETS, BlockSection, Fitted, SectionSize, fit_text
 from evokernel.prompts.dedup import ShownTexts
+from evokernel.prompts.shaping import compact_ok_lines, without_worked_example
 from evokernel.prompts.types import AttemptSummary, ContextItem, Prompt
 
 MAX_ITEM_BODY = 1500
@@ -77,10 +78,20 @@ def render_item(item: ContextItem, number: int, shown: ShownTexts) -> _Rendered:
         return _Rendered(f"{head}: same text as {body_where}; not repeated.", True)
     parts = [head]
     if item.body and item.body.strip():
-        parts.append(f"(Same text as {body_where}; not repeated.)" if body_where else _cap(item.body, MAX_ITEM_BODY))
+        parts.append(f"(Same text as {body_where}; not repeated.)" if body_where
+                     else _cap(compact_ok_lines(item.body), MAX_ITEM_BODY))
     if code:
-        parts.append(fenced(_cap(code, MAX_ITEM_CODE)))
+        parts.append(_code(code, shown))
     return _Rendered("\n".join(parts), False)
+
+
+def _code(code: str, shown: ShownTexts) -> str:
+    """The item's code, or a diff against the closest code already shown when much shorter."""
+    closest = shown.closest_diff(code)
+    if closest is None:
+        return fenced(_cap(code, MAX_ITEM_CODE))
+    label, diff = closest
+    return f"Code: {label} with these changes:\n{fenced(diff, 'diff')}"
 
 
 def _item_section(name: str, items: Sequence[ContextItem], label: str, shown: ShownTexts, empty: str) -> Fitted:
@@ -89,7 +100,7 @@ def _item_section(name: str, items: Sequence[ContextItem], label: str, shown: Sh
     for number, item in enumerate(items, 1):
         if section.offer((rendered := render_item(item, number, shown)).block, rendered.collapsed) \
                 and not rendered.collapsed:
-            shown.add(item.code, f"{label} {number}")
+            shown.add_code(item.code, f"{label} {number}")
             shown.add(item.body, f"{label} {number}")
     return section.fitted(empty)
 
@@ -97,7 +108,7 @@ def _item_section(name: str, items: Sequence[ContextItem], label: str, shown: Sh
 def _feedback(last_feedback: str | None) -> Fitted:
     if not last_feedback or not last_feedback.strip():
         return Fitted(NO_FEEDBACK, SectionSize("verifier feedback", len(NO_FEEDBACK), SECTION_BUDGETS["verifier feedback"]))
-    return fit_text("verifier feedback", last_feedback)
+    return fit_text("verifier feedback", compact_ok_lines(last_feedback))
 
 
 def _system(task: TaskSpec) -> str:
@@ -118,6 +129,8 @@ def _assemble(kind: str, task: TaskSpec, sections: dict[str, Fitted], **fields: 
 
 
 def _common_sections(task: TaskSpec, scaffold: str) -> dict[str, Fitted]:
+    """The task source (never cut) and the scaffold (as given: the refine prompt passes it without
+    its worked example)."""
     return {"reference program": fit_text("reference program", fenced(task.source, "python")),
             "backend scaffold": fit_text("backend scaffold", scaffold.strip() or "(no scaffold for this backend)")}
 
@@ -134,9 +147,9 @@ def build_draft_prompt(task: TaskSpec, scaffold: str, context: Sequence[ContextI
 
 
 def _start_point(start_point: ContextItem, shown: ShownTexts) -> Fitted:
-    parts = [f"**{start_point.title.strip()}**", _cap(start_point.body or "", MAX_ITEM_BODY),
+    parts = [f"**{start_point.title.strip()}**", _cap(compact_ok_lines(start_point.body or ""), MAX_ITEM_BODY),
              fenced(start_point.code or "(no code)", "python")]
-    shown.add(start_point.code, "the start point")
+    shown.add_code(start_point.code, "the start point")
     shown.add(start_point.body, "the start point")
     return fit_text("start point", "\n".join(p for p in parts if p))
 
@@ -147,6 +160,7 @@ def build_refine_prompt(task: TaskSpec, scaffold: str, start_point: ContextItem,
     """Refining: the start point's code and result, its children, retrieved items, the best so far."""
     best_line = (f"The best correct kernel so far runs in {best_ms:.4g} ms; beat it."
                  if best_ms is not None else "No latency has been measured yet.")
+    scaffold = without_worked_example(scaffold)  # the start point is a complete kernel for this very task
     shown = ShownTexts(scaffold)
     sections = _common_sections(task, scaffold)
     sections["start point"] = _start_point(start_point, shown)

@@ -4,12 +4,15 @@ A prompt is rendered top to bottom; every code block and item body shown is regi
 label ("the start point", "memory item 2"...). A later item whose code (or, for an item without
 code, whose body) hashes the same as something already shown becomes a one-line reference to it.
 Items whose text is already part of the backend scaffold (the api_template items a lake is seeded
-with: the scaffold itself, its worked example) are referred to the scaffold section instead.
+with: the scaffold itself, its worked example) are referred to the scaffold section instead. Code
+close to code already shown is offered as a diff against it (:func:`ShownTexts.closest_diff`).
 """
 
 from __future__ import annotations
 
 import hashlib
+
+from evokernel.prompts.shaping import code_diff
 
 # Lines shorter than this ("}", "import torch") say nothing about where a text comes from.
 _MIN_LINE = 12
@@ -35,6 +38,7 @@ class ShownTexts:
 
     def __init__(self, scaffold: str = "") -> None:
         self._where: dict[str, str] = {}
+        self._codes: list[tuple[str, str]] = []  # (label, code) of code shown in full or as a diff
         self._scaffold_lines = _distinctive_lines(scaffold)
 
     def where(self, text: str | None) -> str | None:
@@ -45,6 +49,17 @@ class ShownTexts:
         key = text_key(text)
         if key and key not in self._where:
             self._where[key] = label
+
+    def add_code(self, code: str | None, label: str) -> None:
+        if code and code.strip() and not self.where(code):
+            self._codes.append((label, code))
+        self.add(code, label)
+
+    def closest_diff(self, code: str) -> tuple[str, str] | None:
+        """(label, diff) of the shown code that ``code`` is the shortest diff away from, if that diff
+        is much shorter than the code (see shaping.code_diff)."""
+        diffs = [(label, diff) for label, base in self._codes if (diff := code_diff(base, code)) is not None]
+        return min(diffs, key=lambda pair: len(pair[1])) if diffs else None
 
     def in_scaffold(self, *texts: str | None) -> bool:
         """True when the texts' distinctive lines are (nearly all) in the backend scaffold."""

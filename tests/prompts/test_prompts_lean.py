@@ -105,3 +105,33 @@ def test_the_section_sizes_add_up_to_the_whole_prompt():
                      "retrieved memory", "verifier feedback", "instructions"]
     assert sum(s.chars for s in prompt.sections) == prompt.chars == len(prompt.system) + len(prompt.user)
     assert all(s.tokens == s.chars // 4 for s in prompt.sections)
+
+
+def test_a_close_variant_of_shown_code_is_a_diff_against_it():
+    start = Item("trace", "start", "", CpuBackend().seed_items()[1].code)
+    changed = start.code.replace("acc > 0.0f ? acc : 0.0f", "acc > 0.0f ? acc : 0.01f * acc")
+    child = Item("trace", "iteration 3: failed at correctness", "mismatch at index 0", changed)
+    prompt = build_refine_prompt(TASK, SCAFFOLD, start, [child], [], None, None)
+    block = prompt.user.split("iteration 3: failed at correctness")[1]
+    assert "Code: the start point with these changes:\n```diff\n@@" in block
+    assert "\n-            y[i * out_f + j] = acc > 0.0f ? acc : 0.0f;" in block
+    assert "\n+            y[i * out_f + j] = acc > 0.0f ? acc : 0.01f * acc;" in block
+    assert prompt.user.count("class ModelNew(nn.Module):") == 1  # the child's full code is not repeated
+    unrelated = Item("trace", "other kernel", "", _kernel("Z"))
+    assert "Code:" not in build_refine_prompt(TASK, SCAFFOLD, start, [unrelated], [], None, None).user
+
+
+def test_refining_shows_the_scaffold_without_its_worked_example_and_drafting_with_it():
+    scaffold = CpuBackend().scaffold(None)
+    start = Item("trace", "start", "", _kernel("A"))
+    refine = build_refine_prompt(TASK, scaffold, start, [], [], None, None).user
+    draft = build_draft_prompt(TASK, scaffold, [], None).user
+    assert "void linear_relu(" in draft and "void linear_relu(" not in refine
+    assert "## Complete worked example\n(Left out when refining: the start point below is a complete kernel" in refine
+    assert "## The fast loader" in refine and "## Gates and feedback" in refine
+
+
+def test_a_run_of_passed_gates_is_one_line():
+    feedback = "RESULT: failed at the latency gate\n[hack] ok\n[compile] ok\n[correctness] ok\n[latency] FAILED: 0.5x"
+    prompt = build_draft_prompt(TASK, SCAFFOLD, [], feedback)
+    assert "RESULT: failed at the latency gate\n[hack, compile, correctness] ok\n[latency] FAILED: 0.5x" in prompt.user
