@@ -28,7 +28,7 @@ from memory_lake.keyed_reads import KeyedReader
 from memory_lake.models import (CompactionResult, NewItem, RetrievalRequest, RetrievedItem, SeedItemRow,
                                 TableStats, ValueUpdate)
 from memory_lake.rows import to_table
-from memory_lake.schema import INTERNAL_TABLES, ITEM_KINDS, TABLES
+from memory_lake.schema import ADDED_COLUMNS, INTERNAL_TABLES, ITEM_KINDS, SCHEMA_REVISION, TABLES
 from memory_lake.sqlfiles import sql
 from memory_lake.storage import DataFile, Storage, new_batch_id
 from memory_lake.text import embedding_text, index_rows
@@ -51,6 +51,8 @@ class Lake:
         self.meta = dict(meta)
         self.q_init = float(self.meta.get("q_init", 0.0))
         self.backend = str(self.meta.get("backend", ""))
+        legacy = int(self.meta.get("schema_revision", 1)) < SCHEMA_REVISION
+        self._by_name = frozenset(ADDED_COLUMNS) if legacy else frozenset()  # see schema.ADDED_COLUMNS
         self.scorer = scorer or retrieval.Bm25Scorer()
         self._con: duckdb.DuckDBPyConnection | None = None
         self._files: dict[str, list[DataFile]] | None = None
@@ -69,8 +71,8 @@ class Lake:
             raise LakeError(f"{root}: backend must not be empty")
         storage = Storage(root)
         storage.init_layout()
-        meta = {"format": FORMAT_VERSION, "backend": backend, "q_init": float(q_init),
-                "created_at": datetime.now(timezone.utc).isoformat()}
+        meta = {"format": FORMAT_VERSION, "schema_revision": SCHEMA_REVISION, "backend": backend,
+                "q_init": float(q_init), "created_at": datetime.now(timezone.utc).isoformat()}
         lake = cls(storage, meta, scorer)
         seeds = [NewItem(kind="api_template", backend=backend, title=s.title, body=s.body, code=s.code or "",
                          category=getattr(s, "category", None) or "general") for s in seed_items]
@@ -129,7 +131,7 @@ class Lake:
     def connect(self) -> duckdb.DuckDBPyConnection:
         """A new DuckDB connection with the lake's views (items, attempts, ..., item_values)."""
         con = new_connection(self.storage)
-        install_views(con, self.storage, self.storage.visible_files(), self.q_init)
+        install_views(con, self.storage, self.storage.visible_files(), self.q_init, by_name=self._by_name)
         return con
 
     def _resident(self) -> duckdb.DuckDBPyConnection:
@@ -138,7 +140,7 @@ class Lake:
         if self._con is None:
             self._con = new_connection(self.storage)
         if files != self._files:
-            install_views(self._con, self.storage, files, self.q_init, previous=self._files)
+            install_views(self._con, self.storage, files, self.q_init, previous=self._files, by_name=self._by_name)
             self._files = files
         return self._con
 

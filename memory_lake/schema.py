@@ -69,6 +69,7 @@ ATTEMPTS = pa.schema([
     ("llm_seconds", pa.float64()),
     ("verify_seconds", pa.float64()),
     ("created_at", TS),
+    ("tokens_estimated", pa.bool_()),  # the server reported no usage: token counts (and cost) are len//4 estimates
 ])
 
 RETRIEVALS = pa.schema([
@@ -120,7 +121,14 @@ LLM_CALLS = pa.schema([  # every LLM call that is not an attempt (e.g. distillat
     ("cost_usd", pa.float64()),
     ("seconds", pa.float64()),
     ("created_at", TS),
+    ("tokens_estimated", pa.bool_()),  # as in attempts
 ])
+
+# Columns added to a table after lakes were first written. A lake created since records
+# SCHEMA_REVISION in lake.json and every file it writes has them; in an older lake, files written
+# before lack them, so these tables are read by column name there (a missing column reads as NULL).
+ADDED_COLUMNS: dict[str, tuple[str, ...]] = {"attempts": ("tokens_estimated",), "llm_calls": ("tokens_estimated",)}
+SCHEMA_REVISION = 2  # lake.json "schema_revision"; absent (1) in lakes created before ADDED_COLUMNS
 
 TABLES: dict[str, pa.Schema] = {
     "items": ITEMS,

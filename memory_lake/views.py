@@ -20,19 +20,22 @@ def new_connection(storage: Storage) -> duckdb.DuckDBPyConnection:
 
 
 def install_views(con: duckdb.DuckDBPyConnection, storage: Storage, files: dict[str, list[DataFile]],
-                  q_init: float, previous: dict[str, list[DataFile]] | None = None) -> None:
+                  q_init: float, previous: dict[str, list[DataFile]] | None = None,
+                  by_name: frozenset[str] = frozenset()) -> None:
     """(Re)create the lake's views on ``con`` from explicit lists of visible files; with
     ``previous`` (the lists the views were made from), only the tables whose files changed.
 
     Files are read without union_by_name: every file of a format version has the table's full
-    schema (rows.to_table writes every column), which saves reading each file's footer here.
+    schema (rows.to_table writes every column), which saves reading each file's footer here. The
+    tables in ``by_name`` (ADDED_COLUMNS, in a lake created before them) are read by column name, so
+    files written before a column existed still read.
     """
     for table, schema in ALL_TABLES.items():
         if previous is not None and previous.get(table) == files.get(table):
             continue
         paths = [storage.duck_path(f.path) for f in files.get(table, [])]
         if paths:
-            relation = con.read_parquet(paths)
+            relation = con.read_parquet(paths, union_by_name=table in by_name)
         else:
             relation = con.from_arrow(schema.empty_table())
         relation.create_view(table, replace=True)
