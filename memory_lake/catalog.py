@@ -19,7 +19,7 @@ import duckdb
 
 from memory_lake import engine
 from memory_lake.errors import LakeError
-from memory_lake.schema import ALL_TABLES, FILE_TABLES, ROW_GROUP_ROWS, create_table_sql
+from memory_lake.schema import ALL_TABLES, FILE_TABLES, ROW_GROUP_ROWS, column_type, create_table_sql
 from memory_lake.sqlfiles import sql
 from memory_lake.storage import CATALOG_FILE, Location, normalise_data_path, parse
 
@@ -138,6 +138,26 @@ def _set_table_options(con: duckdb.DuckDBPyConnection) -> None:
                     f"table_name => '{table}')")
     for table, keys in SORT_KEYS.items():
         con.execute(f"ALTER TABLE {table} SET SORTED BY ({keys})")
+
+
+def add_missing_columns(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
+    """Schema evolution: columns added to the lake's tables since it was created are added to its
+    catalog (DuckLake's ALTER TABLE ADD COLUMN: files written before read the column as NULL).
+    Idempotent and safe when several processes open an old lake at once. Returns "table.column"s."""
+    existing = {(t, c) for t, c in con.execute(
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_catalog = $alias",
+        {"alias": engine.ALIAS}).fetchall()}
+    missing = [(t, f.name) for t, schema in ALL_TABLES.items() for f in schema
+               if (t, f.name) not in existing and any(name == t for name, _ in existing)]
+    if not missing:
+        return ()
+
+    def add(c: duckdb.DuckDBPyConnection) -> None:
+        for table, column in missing:  # table and column: known names from schema.py
+            c.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {column_type(table, column)}")
+
+    engine.transaction(con, add)
+    return tuple(f"{t}.{c}" for t, c in missing)
 
 
 def read_meta(con: duckdb.DuckDBPyConnection, location: Location) -> LakeMeta:

@@ -90,6 +90,7 @@ class Lake(LakeReads):
         con = catalog.attach_live(location)
         try:
             meta = catalog.read_meta(con, location)
+            catalog.add_missing_columns(con)
         except BaseException:
             con.close()
             raise
@@ -322,7 +323,7 @@ def _insert(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table) -> None:
     name = f"_rows_{table}"
     con.register(name, data)
     try:
-        con.execute(f"INSERT INTO {table} SELECT * FROM {name}")  # table: a known lake table
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {name}")  # table: a known lake table
     finally:
         con.unregister(name)
 

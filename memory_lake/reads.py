@@ -72,6 +72,18 @@ class TaskAttempt:
     trace_item_id: str | None
 
 
+@dataclass(frozen=True)
+class FeasibleTrace:
+    """A feasible kernel of a task in the lake (any campaign), with its verdict's feedback."""
+
+    item_id: str
+    code: str
+    latency_ms: float | None
+    speedup: float | None
+    feedback: str | None
+    iteration: int
+
+
 class LakeReads:
     """The agent's reads, mixed into Lake (``self.query`` is Lake.query)."""
 
@@ -92,6 +104,11 @@ class LakeReads:
     def distilled_for_task(self, campaign_id: str, task_id: str) -> tuple[str, ...]:
         table = self.query(sql("distilled_for_task"), {"campaign_id": campaign_id, "task_id": task_id})
         return tuple(table.column("item_id").to_pylist())
+
+    def feasible_traces(self, task_id: str) -> tuple[FeasibleTrace, ...]:
+        """A task's feasible kernels, oldest first (what a new campaign would refine)."""
+        rows = self.query(sql("feasible_traces"), {"task_id": task_id}).to_pylist()
+        return tuple(FeasibleTrace(**row) for row in rows)
 
     def item_exists(self, item_id: str) -> bool:
         return self.query(sql("item_exists"), {"item_id": item_id}).num_rows > 0

@@ -70,6 +70,7 @@ ATTEMPTS = pa.schema([
     ("llm_seconds", pa.float64()),
     ("verify_seconds", pa.float64()),
     ("created_at", TS),
+    ("tokens_estimated", pa.bool_()),  # the server reported no usage: token counts (and cost) are len//4 estimates
 ])
 
 RETRIEVALS = pa.schema([
@@ -121,6 +122,7 @@ LLM_CALLS = pa.schema([  # every LLM call that is not an attempt (e.g. distillat
     ("cost_usd", pa.float64()),
     ("seconds", pa.float64()),
     ("created_at", TS),
+    ("tokens_estimated", pa.bool_()),  # as in attempts
 ])
 
 TABLES: dict[str, pa.Schema] = {
@@ -184,6 +186,11 @@ ROW_GROUP_ROWS = {"postings": 16_384, "champions": 4_096, "items": 2_048, "docs"
 
 _DUCK_TYPES = {pa.string(): "VARCHAR", pa.int8(): "TINYINT", pa.int32(): "INTEGER", pa.int64(): "BIGINT",
                pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN", TS: "TIMESTAMPTZ"}
+
+
+def column_type(table: str, column: str) -> str:
+    """The DuckDB type of one lake column."""
+    return _DUCK_TYPES[ALL_TABLES[table].field(column).type]
 
 
 def create_table_sql(table: str) -> str:

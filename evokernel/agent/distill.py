@@ -38,6 +38,7 @@ def commit_distillation(ctx: AgentContext, task: TaskSpec, completion: Completio
         "call_id": uuid.uuid4().hex, "campaign_id": ctx.campaign_id, "task_id": task.task_id,
         "purpose": "distill", "model": completion.model, "input_tokens": completion.input_tokens,
         "output_tokens": completion.output_tokens, "cost_usd": completion.cost_usd,
+        "tokens_estimated": completion.tokens_estimated,
         "seconds": completion.seconds, "created_at": datetime.now(timezone.utc),
     }])
     last_attempt = rows[-1].attempt_id

@@ -33,7 +33,7 @@ def choose_start_point(ctx: AgentContext, state: TaskState, attempt_id: str) -> 
 
 
 def gather_context(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPoint | None,
-                   attempt_id: str) -> tuple[RetrievedItem, ...]:
+                   attempt_id: str, record: bool = True) -> tuple[RetrievedItem, ...]:
     if not ctx.policy.uses_memory:
         return ()
     recorded = ctx.lake.retrieved_for_attempt(attempt_id)
@@ -47,13 +47,15 @@ def gather_context(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPo
         kinds=None if stage == 1 else ("trace", "best_practice"), include_templates=stage == 1,
         exclude_item_ids=(start.item_id,) if start else (),
     )
-    return tuple(ctx.lake.retrieve(request))
+    return tuple(ctx.lake.retrieve(request, record=record))
 
 
 def start_item(ctx: AgentContext, start: StartPoint, task_id: str) -> RetrievedItem:
     """The start point as shown in the refine prompt, with its current Q2."""
     q2 = ctx.lake.current_q([start.item_id], 2).get(start.item_id, ctx.settings.q_init)
-    return RetrievedItem(item_id=start.item_id, kind="trace", title=f"start point (iteration {start.iteration})",
+    measured = (f": {start.latency_ms:.4g} ms" if start.latency_ms is not None else ": not timed") + \
+        (f", {start.speedup:.2f}x vs reference" if start.speedup is not None else "")
+    return RetrievedItem(item_id=start.item_id, kind="trace", title=f"start point (iteration {start.iteration}){measured}",
                          body="", code=start.code, task_id=task_id, rank=0, similarity=0.0, q_value=q2,
                          explored=False, strategy="start")
 
