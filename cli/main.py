@@ -29,6 +29,8 @@ COMMAND_MODULES = (
     "backends_cmd",
     "campaign_cmd",
     "demo_cmd",
+    "toolchain_cmd",
+    "prompt_cmd",
 )
 
 for _name in COMMAND_MODULES:

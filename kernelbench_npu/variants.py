@@ -5,6 +5,7 @@
   ~4 ms (problems estimated at <= 20 ms keep their sizes); fp32, optionally fp16/bf16.
 - ``ascendc`` (the NPU variant): the original sizes; fp32, optionally fp16; alignment to the NPU's
   32-byte blocks is recorded per task (``notes``), never padded away: tails are part of the task.
+  ``triton-ascend`` (Triton kernels for the same NPU) uses the same profile.
 - ``cuda``, ``triton``: the original sizes; fp32 (fp16/bf16 optional).
 
 Lint always runs the reference on *this* machine's CPU. Sizes are never what quarantines a task:
@@ -27,6 +28,7 @@ DTYPE_ALIASES = {"fp32": "float32", "float32": "float32", "fp16": "float16", "fl
 _SHORT = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 MiB = 1 << 20
 LINT_TASK_SIZES, LINT_REDUCED, LINT_META = "task sizes", "reduced sizes", "meta device only"
+_NPU_BACKENDS = ("ascendc", "triton-ascend")  # the NPU size profile: original sizes, 32-byte alignment notes
 
 
 class VariantError(ValueError):
@@ -68,6 +70,7 @@ class Variant:
 _SUPPORTED_DTYPES = {
     "cpu": ("float32", "float16", "bfloat16"),
     "ascendc": ("float32", "float16"),
+    "triton-ascend": ("float32", "float16"),
     "cuda": ("float32", "float16", "bfloat16"),
     "triton": ("float32", "float16", "bfloat16"),
 }
@@ -84,7 +87,7 @@ def variant_for(backend: str, dtypes: tuple[str, ...] | list[str] | None = None)
                            f"(choose from {', '.join(_SUPPORTED_DTYPES[backend])})")
     if backend == "cpu":
         return Variant(backend, names, CPU_2CORE.name, None, "cpu-2core: the task's own sizes on this CPU", 180.0)
-    return Variant(backend, names, "original", 32 if backend == "ascendc" else None,
+    return Variant(backend, names, "original", 32 if backend in _NPU_BACKENDS else None,
                    f"cpu-proxy: {backend} sizes; references linted on this CPU at cpu-2core sizes "
                    "(size-independent checks), or on the meta device", 180.0)
 

@@ -1,23 +1,28 @@
 """A campaign: tasks of one build, one backend, one model and one method sharing one memory.
 
-The loop here is the Prefect-free core: :func:`run_task` drives steps until a budget is spent;
-``flows/campaign.py`` calls the same functions, one Prefect task per step. A campaign id names a
-campaign; running it again resumes from what the lake holds (see evokernel.agent.step).
+:func:`run_task` is the Prefect-free loop: resume the task's state, then per iteration prepare the
+step, call the LLM, verify the candidate and commit, until a budget is spent; then distil.
+``tasks/campaign.py`` runs the same line with the LLM call and the verification as Prefect tasks.
+A campaign id names a campaign; running it again resumes from what the lake holds (see
+evokernel.agent.step).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Callable, Sequence
 
 from evokernel.agent import rewards
 from evokernel.agent.context import AgentContext
-from evokernel.agent.retrieval import sql
+from evokernel.agent.distill import commit_distillation, distill_request
+from evokernel.agent.runtime import Runtime
 from evokernel.agent.state import StepOutcome, TaskState, replay
-from evokernel.agent.step import complete_attempt, outcome_from_row, run_step
+from evokernel.agent.step import candidate_code, commit_step, complete_attempt, outcome_from_row, prepare_step
+from evokernel.agent.verification import verify_candidate
 from kernelbench_npu.spec import Build, TaskSpec
+from verifier.result import Verdict
 
 
 @dataclass(frozen=True)
@@ -52,8 +57,8 @@ def plan_tasks(build: Build, task_ids: Sequence[str] = (), order: str = "level")
 def record_campaign(ctx: AgentContext, build: Build, status: str) -> None:
     """Append the campaign's current state (running at start, finished at the end)."""
     now = datetime.now(timezone.utc)
-    previous = ctx.lake.query(sql("campaign_state"), {"campaign_id": ctx.campaign_id}).to_pylist()
-    started = previous[0]["started_at"] if previous else now
+    previous = ctx.lake.campaign_state(ctx.campaign_id)
+    started = previous.started_at if previous else now
     ctx.lake.append("campaigns", [{
         "campaign_id": ctx.campaign_id, "build_hash": build.build_hash, "backend": ctx.backend,
         "model": ctx.model, "method": ctx.policy.name,
@@ -65,20 +70,19 @@ def record_campaign(ctx: AgentContext, build: Build, status: str) -> None:
 
 def resume_task(ctx: AgentContext, task: TaskSpec) -> TaskState:
     """Rebuild a task's state from the lake and complete its last committed step if needed."""
-    rows = ctx.lake.query(sql("task_attempts"), {"campaign_id": ctx.campaign_id, "task_id": task.task_id}).to_pylist()
+    rows = [asdict(a) for a in ctx.lake.task_attempts(ctx.campaign_id, task.task_id)]
     if rows:  # only the last committed step can have missing side effects; completing is idempotent
-        full = ctx.lake.query(sql("attempt_row"), {"attempt_id": rows[-1]["attempt_id"]}).to_pylist()[0]
-        trace_id = complete_attempt(ctx, task, full)
+        trace_id = complete_attempt(ctx, task, ctx.lake.attempt_row(rows[-1]["attempt_id"]).as_dict())
         rows[-1] = {**rows[-1], "trace_item_id": trace_id}
     outcomes = [outcome_from_row(row, row["trace_item_id"]) for row in rows]
-    return replay(task.task_id, outcomes, ctx.policy)
+    return replay(task.task_id, outcomes, ctx.policy, replay_refine_stats(ctx))
 
 
 def replay_refine_stats(ctx: AgentContext) -> rewards.RunningStats:
     """The campaign's refining-reward normaliser, rebuilt from its committed attempts."""
     stats = rewards.RunningStats()
-    for row in ctx.lake.query(sql("refine_rewards"), {"campaign_id": ctx.campaign_id}).to_pylist():
-        stats = stats.add(float(row["reward"]))
+    for reward in ctx.lake.refine_rewards(ctx.campaign_id):
+        stats = stats.add(reward)
     return stats
 
 
@@ -91,17 +95,32 @@ def summarise(state: TaskState, stop_reason: str) -> TaskSummary:
     )
 
 
-def run_task(ctx: AgentContext, task: TaskSpec, stats: rewards.RunningStats,
-             on_step: Callable[[StepOutcome], None] | None = None,
-             step: Callable[..., object] | None = None) -> tuple[TaskSummary, rewards.RunningStats]:
-    """Run (or resume) a task until its budget is spent. ``step`` lets the flow wrap run_step."""
-    step = step or run_step
+def stop_reason(ctx: AgentContext, state: TaskState) -> str | None:
     settings = ctx.settings
+    return state.stop_reason(settings.budget, settings.max_tokens_per_task, settings.max_seconds_per_task)
+
+
+def verify_plan_candidate(runtime: Runtime, task: TaskSpec, code: str | None) -> Verdict | None:
+    """The verdict on an extracted candidate (None: the answer had no usable kernel)."""
+    if code is None:
+        return None
+    return verify_candidate(task, code, runtime.ctx.backend, runtime.verify_settings,
+                            runtime.ctx.settings.verify_concurrency)
+
+
+def run_task(runtime: Runtime, task: TaskSpec,
+             on_step: Callable[[StepOutcome], None] | None = None) -> TaskSummary:
+    """Run (or resume) a task until its budget is spent, then distil it (Prefect-free)."""
+    ctx = runtime.ctx
     state = resume_task(ctx, task)
-    while (reason := state.stop_reason(settings.budget, settings.max_tokens_per_task,
-                                       settings.max_seconds_per_task)) is None:
-        result = step(ctx, task, state, stats)
-        state, stats = state.after(result.outcome, ctx.policy), result.stats
+    while (reason := stop_reason(ctx, state)) is None:
+        plan = prepare_step(ctx, task, state)
+        completion = runtime.llm.complete(plan.request)
+        verdict = verify_plan_candidate(runtime, task, candidate_code(ctx, completion).code)
+        outcome = commit_step(ctx, plan, completion, verdict)
+        state = state.after(outcome, ctx.policy)
         if on_step:
-            on_step(result.outcome)
-    return summarise(state, reason), stats
+            on_step(outcome)
+    if ctx.policy.distills and (request := distill_request(ctx, task)) is not None:
+        commit_distillation(ctx, task, runtime.llm.complete(request))
+    return summarise(state, reason)

@@ -2,41 +2,21 @@
 
 Drafting retrieves every kind with Q1 (plus the backend's API templates); refining retrieves
 traces and best practices with Q2 plus the start point's children. A resumed step reuses the
-retrievals it already recorded, so nothing is retrieved (or recorded) twice.
+retrievals it already recorded, so nothing is retrieved (or recorded) twice. Every item shown in
+a prompt (retrieved, recorded, a child or the start point itself) is a memory_lake
+:class:`RetrievedItem`, with its current Q for the stage.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
-from functools import lru_cache
-from importlib.resources import files
 
 from evokernel.agent.context import AgentContext, seed_for
 from evokernel.agent.state import StartPoint, TaskState
 from kernelbench_npu.spec import TaskSpec
-from memory_lake import RetrievalRequest
+from memory_lake import RetrievalRequest, RetrievedItem
 
-_SQL = files("evokernel.agent") / "sql"
 CHILDREN_SHOWN = 3
-
-
-@dataclass(frozen=True)
-class ContextItem:
-    """A memory item in a prompt (memory_lake.RetrievedItem has the same attributes)."""
-
-    item_id: str
-    kind: str
-    title: str
-    body: str
-    code: str
-    q_value: float
-
-
-@lru_cache(maxsize=None)
-def sql(name: str) -> str:
-    """The text of evokernel/agent/sql/<name>.sql (read once per process)."""
-    return (_SQL / f"{name}.sql").read_text()
 
 
 def choose_start_point(ctx: AgentContext, state: TaskState, attempt_id: str) -> StartPoint:
@@ -53,12 +33,12 @@ def choose_start_point(ctx: AgentContext, state: TaskState, attempt_id: str) -> 
 
 
 def gather_context(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPoint | None,
-                   attempt_id: str) -> tuple[ContextItem, ...]:
+                   attempt_id: str, record: bool = True) -> tuple[RetrievedItem, ...]:
     if not ctx.policy.uses_memory:
         return ()
-    recorded = ctx.lake.query(sql("retrieved_for_attempt"), {"attempt_id": attempt_id}).to_pylist()
-    if recorded:
-        return tuple(_context_item(row) for row in recorded)
+    recorded = ctx.lake.retrieved_for_attempt(attempt_id)
+    if recorded:  # a resumed step shows what was retrieved before
+        return recorded
     request = RetrievalRequest(
         attempt_id=attempt_id, task_id=task.task_id, task_text=f"{task.name} {task.category}\n{task.source}",
         category=task.category, backend=ctx.backend, stage=stage, n=ctx.settings.retrieval_n,
@@ -67,19 +47,26 @@ def gather_context(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPo
         kinds=None if stage == 1 else ("trace", "best_practice"), include_templates=stage == 1,
         exclude_item_ids=(start.item_id,) if start else (),
     )
-    return tuple(_context_item(item) for item in ctx.lake.retrieve(request))
+    return tuple(ctx.lake.retrieve(request, record=record))
 
 
-def children_of(ctx: AgentContext, start: StartPoint) -> tuple[ContextItem, ...]:
-    """The start point's refinements with their results ("observable child nodes")."""
-    rows = ctx.lake.query(sql("children_of"), {"parent_item_id": start.item_id, "limit": CHILDREN_SHOWN})
+def start_item(ctx: AgentContext, start: StartPoint, task_id: str) -> RetrievedItem:
+    """The start point as shown in the refine prompt, with its current Q2."""
+    q2 = ctx.lake.current_q([start.item_id], 2).get(start.item_id, ctx.settings.q_init)
+    measured = (f": {start.latency_ms:.4g} ms" if start.latency_ms is not None else ": not timed") + \
+        (f", {start.speedup:.2f}x vs reference" if start.speedup is not None else "")
+    return RetrievedItem(item_id=start.item_id, kind="trace", title=f"start point (iteration {start.iteration}){measured}",
+                         body="", code=start.code, task_id=task_id, rank=0, similarity=0.0, q_value=q2,
+                         explored=False, strategy="start")
+
+
+def children_of(ctx: AgentContext, start: StartPoint) -> tuple[RetrievedItem, ...]:
+    """The start point's refinements with their results ("observable child nodes"), with their Q2."""
+    children = ctx.lake.children_of(start.item_id, CHILDREN_SHOWN)
+    q2 = ctx.lake.current_q([c.item_id for c in children], 2) if children else {}
     return tuple(
-        ContextItem(r["item_id"], r["kind"], r["title"], r["body"] or "", r["code"] or "", 0.0)
-        for r in rows.to_pylist()
+        RetrievedItem(item_id=c.item_id, kind=c.kind, title=c.title or "", body=c.body or "", code=c.code or "",
+                      task_id=c.task_id, rank=rank, similarity=0.0, q_value=q2.get(c.item_id, ctx.settings.q_init),
+                      explored=False, strategy="child")
+        for rank, c in enumerate(children)
     )
-
-
-def _context_item(item) -> ContextItem:
-    get = item.get if isinstance(item, dict) else lambda k: getattr(item, k)
-    return ContextItem(get("item_id"), get("kind"), get("title") or "", get("body") or "",
-                       get("code") or "", float(get("q_value") or 0.0))

@@ -1,2 +1,0 @@
--- One committed attempt, every column (resume completes its side effects from it).
-SELECT * FROM attempts WHERE attempt_id = $attempt_id;
