@@ -19,6 +19,7 @@ QUICK_ARGS = {
     "isolation_cost": ["--repeats", "5"],
     "lake_scale": ["--sizes", "10000,100000"],
     "report_scale": ["--attempts", "20000"],
+    "kernelbench_fidelity": ["--variants", "cpu", "--levels", "1"],
 }
 
 

@@ -45,7 +45,7 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(spec.threads)
     from verifier.sandbox import inputs as inp
 
-    problem = inp.load_problem(spec.task_source)
+    problem = inp.load_problem(spec.task_source, spec.dtype)
     (model,) = inp.build_models(problem, [problem.Model], spec.init_seed)
     for trial in inp.plan(spec.correctness_trials):
         inputs = inp.inputs_for(problem, spec.input_seed, trial)
