@@ -129,12 +129,25 @@ class CandidateError:
 
 
 @dataclass(frozen=True)
+class Fp64Reference:
+    """The float64 run of the reference for one trial (verifier.gates.fp64_check).
+
+    ``corrections[k]`` is ``r64 - r`` for output k as float32 (empty where output k is not a float);
+    no corrections at all when the float64 model could not run, with the reason in ``note``."""
+
+    corrections: tuple[np.ndarray, ...] = ()
+    work: float = 1.0  # input and parameter elements per output element
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class ReferenceOutputs:
     KIND: ClassVar[str] = "reference"
     index: int
     dtypes: tuple[str, ...]
     arrays: tuple[np.ndarray, ...]
     trivial: tuple[dict[str, float], ...]  # per output: errors of trivial predictors (zeros, mean, copy)
+    fp64: Fp64Reference = Fp64Reference()
 
 
 @dataclass(frozen=True)
@@ -196,8 +209,10 @@ def _encode_timing(message: Timing) -> tuple[dict, list]:
 
 
 def _encode_reference(message: ReferenceOutputs) -> tuple[dict, list]:
-    return ({"index": message.index, "dtypes": list(message.dtypes), "trivial": [dict(t) for t in message.trivial]},
-            list(message.arrays))
+    fp64 = message.fp64
+    return ({"index": message.index, "dtypes": list(message.dtypes), "trivial": [dict(t) for t in message.trivial],
+             "fp64": {"count": len(fp64.corrections), "work": fp64.work, "note": fp64.note}},
+            list(message.arrays) + list(fp64.corrections))
 
 
 _ENCODERS: dict[type, Callable[[Any], tuple[dict, list]]] = {
@@ -245,9 +260,13 @@ def _decode_timing(header: dict, arrays: list) -> Timing:
 def _decode_reference(header: dict, arrays: list) -> ReferenceOutputs:
     dtypes = tuple(_text(d) for d in header["dtypes"])
     trivial = tuple({_text(k): float(v) for k, v in dict(t).items()} for t in header["trivial"])
-    if len(dtypes) != len(arrays):
-        raise ValueError("dtype count")
-    return ReferenceOutputs(int(header["index"]), dtypes, tuple(arrays), trivial)
+    fp64 = dict(header["fp64"])
+    count = int(fp64["count"])
+    if count not in (0, len(dtypes)) or len(dtypes) + count != len(arrays):
+        raise ValueError("array count")
+    outputs, corrections = arrays[:len(dtypes)], arrays[len(dtypes):]
+    return ReferenceOutputs(int(header["index"]), dtypes, tuple(outputs), trivial,
+                            Fp64Reference(tuple(corrections), float(fp64["work"]), _text(fp64["note"])))
 
 
 def _fields_of(cls: type, header: dict) -> dict:
