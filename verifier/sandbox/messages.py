@@ -8,7 +8,7 @@ code past this module reads a raw header. A frame that does not parse is a :clas
 
 Parent -> child at start: ChildConfig (ReferenceConfig for the reference worker), read without a
 nonce check since it carries the nonce. Child -> parent: CompileReport, LoadReport, TrialBatch (correctness), Timing (latency, with the
-post-timing trials), IntegrityViolation, CandidateError. Reference worker -> parent:
+post-timing trials and the audited timed calls), IntegrityViolation, CandidateError. Reference worker -> parent:
 ReferenceOutputs per trial, then ReferenceDone. Parent -> child: Go (start timing); a child the parent
 no longer needs is killed, not asked to stop.
 """
@@ -91,7 +91,7 @@ class TrialOutputs:
     """The candidate's outputs for one trial (arrays on the CPU, in output order)."""
 
     index: int
-    kind: str  # "check" | "perturb" | "post"
+    kind: str  # "check" | "perturb" | "post" | "audit"
     distribution: str
     dtypes: tuple[str, ...]
     arrays: tuple[np.ndarray, ...]
@@ -105,12 +105,14 @@ class TrialBatch:
 
 @dataclass(frozen=True)
 class Timing:
-    """Per-round medians of interleaved calls, and the trials recomputed after the timed loop."""
+    """Per-round medians of interleaved calls, the trials recomputed after the timed loop and the
+    outputs of the audited timed calls (verifier.sandbox.audit)."""
 
     KIND: ClassVar[str] = "latency"
     candidate_ms: tuple[float, ...]
     reference_ms: tuple[float, ...]
     post: tuple[TrialOutputs, ...]
+    audit: tuple[TrialOutputs, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -204,8 +206,9 @@ def _encode_batch(message: TrialBatch) -> tuple[dict, list]:
 
 def _encode_timing(message: Timing) -> tuple[dict, list]:
     metas, arrays = _encode_trials(message.post)
+    audit_metas, audit_arrays = _encode_trials(message.audit)
     return {"candidate_ms": list(message.candidate_ms), "reference_ms": list(message.reference_ms),
-            "post": metas}, arrays
+            "post": metas, "audit": audit_metas}, arrays + audit_arrays
 
 
 def _encode_reference(message: ReferenceOutputs) -> tuple[dict, list]:
@@ -251,10 +254,11 @@ def _decode_batch(header: dict, arrays: list) -> TrialBatch:
 
 def _decode_timing(header: dict, arrays: list) -> Timing:
     post, rest = _decode_trials(header["post"], arrays)
+    audit, rest = _decode_trials(header["audit"], rest)
     if rest:
         raise ValueError("unclaimed arrays")
     return Timing(tuple(float(x) for x in header["candidate_ms"]), tuple(float(x) for x in header["reference_ms"]),
-                  post)
+                  post, audit)
 
 
 def _decode_reference(header: dict, arrays: list) -> ReferenceOutputs:
