@@ -31,30 +31,34 @@ from verifier.settings import VerifySettings
 def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
            settings: VerifySettings | None = None) -> Verdict:
     settings = settings or VerifySettings()
+    started = time.perf_counter()
     code_sha = hashlib.sha256(candidate_source.encode()).hexdigest()
     try:
         backend_impl = get_backend(backend)
         availability = backend_impl.availability()
     except Exception as exc:  # unknown backend, import failure of an optional backend
-        return _finish(Verdict(task.task_id, backend, code_sha, (), infrastructure_error=f"backend {backend!r}: {exc}"))
+        return _finish(started, Verdict(task.task_id, backend, code_sha, (),
+                                        infrastructure_error=f"backend {backend!r}: {exc}"))
     plan = plan_gates(availability)
     if not plan.substantive:  # nothing beyond the static checks could run: say why, never a verdict
-        return _finish(Verdict(task.task_id, backend, code_sha, (),
-                               infrastructure_error=f"backend {backend} unavailable: {availability.reason}"))
+        return _finish(started, Verdict(task.task_id, backend, code_sha, (),
+                                        infrastructure_error=f"backend {backend} unavailable: {availability.reason}"))
     hack = static_gate(candidate_source, task.dtype, settings.disabled_checks, backend_impl.static_imports)
     if not hack.passed:
-        return _finish(Verdict(task.task_id, backend, code_sha, (hack,)))
+        return _finish(started, Verdict(task.task_id, backend, code_sha, (hack,)))
+    plan = plan_gates(backend_impl.availability_for(candidate_source, availability))
     start = time.perf_counter()
     problem = backend_impl.precheck(candidate_source)
     if problem:
         gate = GateResult("compile", False, problem.splitlines()[0][:300], time.perf_counter() - start, detail=problem)
-        return _finish(Verdict(task.task_id, backend, code_sha, (hack, gate)))
+        return _finish(started, Verdict(task.task_id, backend, code_sha, (hack, gate)))
     seed = settings.seed if settings.seed is not None else new_master_seed()
     workdir = Path(tempfile.mkdtemp(prefix="evokernel-verify-"))
     keys = Secrets(init_seed=derive_seed(seed, "init"), input_seed=derive_seed(seed, "inputs"),
                    child_nonce=secrets.token_hex(16), reference_nonce=secrets.token_hex(16))
     session = Session(task, candidate_source, backend, settings, workdir, keys, plan,
-                      task_source=backend_impl.correctness_task_source(task.source))
+                      task_source=backend_impl.correctness_task_source(task.source),
+                      backend_context=backend_impl.compile_context(task))
     try:
         result = session.run_gates(hack)
         verdict = Verdict(task.task_id, backend, code_sha, result.gates, result.latency,
@@ -65,11 +69,11 @@ def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
     finally:
         session.close()
         shutil.rmtree(workdir, ignore_errors=True)
-    return _finish(verdict)
+    return _finish(started, verdict)
 
 
-def _finish(verdict: Verdict) -> Verdict:
-    return replace(verdict, feedback=format_feedback(verdict))
+def _finish(started: float, verdict: Verdict) -> Verdict:
+    return replace(verdict, feedback=format_feedback(verdict), seconds=time.perf_counter() - started)
 
 
 __all__ = ["verify", "VerifySettings", "Verdict", "GateResult"]

@@ -54,6 +54,7 @@ class Verdict:
     latency: LatencyResult | None = None
     feedback: str = ""  # the structured text an LLM gets back
     infrastructure_error: str = ""  # non-empty: the verifier itself failed (retryable), not the candidate
+    seconds: float = 0.0  # wall clock of the whole verification, static checks to the last gate
     facts: SessionFacts = field(default_factory=SessionFacts, compare=False)
 
     @property

@@ -67,7 +67,8 @@ class SessionResult:
 
 class Session:
     def __init__(self, task: TaskSpec, candidate_source: str, backend: str, settings: VerifySettings,
-                 workdir: Path, secrets: Secrets, plan: GatePlan, task_source: str) -> None:
+                 workdir: Path, secrets: Secrets, plan: GatePlan, task_source: str,
+                 backend_context: dict[str, str] | None = None) -> None:
         self.settings, self.workdir, self.plan = settings, workdir, plan
         trials = msg.TrialSpec(task_source=task_source, dtype=task.dtype, init_seed=secrets.init_seed,
                                input_seed=secrets.input_seed, correctness_trials=settings.correctness_trials,
@@ -78,6 +79,7 @@ class Session:
             nonce=secrets.child_nonce, workdir=str(workdir / "child"), trials=trials,
             candidate_source=candidate_source, backend=backend, gates=tuple(sorted(plan.runnable)),
             cache_dir=str(settings.cache_dir), atol=task.atol, rtol=task.rtol,
+            backend_context=tuple(sorted((backend_context or {}).items())),
             compile_timeout_s=settings.compile_timeout_s, timeout_s=settings.timeout_s,
             latency_rounds=settings.latency_rounds, calls_per_round=settings.calls_per_round,
             warmup_calls=settings.warmup_calls, memory_limit_mb=settings.memory_limit_mb,

@@ -55,6 +55,7 @@ class CompileOutcome:
     seconds: float
     cached: bool = False
     artifacts: tuple[str, ...] = ()  # paths of built libraries inside the build dir
+    note: str = ""  # one line: the passing compile gate's reason (e.g. the level a compile reached)
 
 
 class Backend(ABC):
@@ -69,6 +70,20 @@ class Backend(ABC):
     @abstractmethod
     def scaffold(self, task: TaskSpec | None = None) -> str:
         """Prompt scaffold: candidate format, the contract, API notes and a complete worked example."""
+
+    def availability_for(self, candidate_source: str, availability: Availability) -> Availability:
+        """Parent side, after the static checks: the machine's availability narrowed for this candidate
+        (e.g. a language feature the local interpreter cannot run). Default: unchanged."""
+        return availability
+
+    def compile_context(self, task: TaskSpec) -> dict[str, str]:
+        """Parent side: what the child-side methods need beyond the candidate, resolved where the
+        user's environment is visible (the sandbox child runs with a private HOME and a clean
+        environment), e.g. the task as built or a toolchain directory. JSON strings. Default: {}."""
+        return {}
+
+    def configure(self, context: dict[str, str]) -> None:
+        """Child side, before anything else: receives :meth:`compile_context`'s dict."""
 
     def seed_items(self) -> tuple[SeedItem, ...]:
         """api_template items for a new lake (default: the scaffold as one item)."""

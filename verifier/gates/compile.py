@@ -15,7 +15,11 @@ def compile_gate(report: CompileReport, load: LoadReport | None, seconds: float)
         return GateResult("compile", False, f"ModelNew failed to import or construct: {last}", seconds,
                           detail=load.error)
     cached = " (cached)" if report.cached else ""
-    return GateResult("compile", True, "", seconds, detail=f"built in {report.seconds:.2f} s{cached}")
+    built = f"built in {report.seconds:.2f} s{cached}"
+    if not report.note:
+        return GateResult("compile", True, "", seconds, detail=built)
+    # e.g. the level a compile reached (triton-ascend: HIVM), with the compiler's output below it
+    return GateResult("compile", True, report.note[:300], seconds, detail=f"{built}\n{report.diagnostics}")
 
 
 def failed(reason: str, seconds: float, detail: str = "") -> GateResult:

@@ -48,10 +48,12 @@ class Child:
         from verifier.backends import get_backend
 
         backend = get_backend(self.cfg.backend)
+        backend.configure(dict(self.cfg.backend_context))
         build_dir = Path(self.cfg.cache_dir)
         if "compile" in self.cfg.gates:
             outcome = backend.compile(self.cfg.candidate_source, build_dir, self.cfg.compile_timeout_s)
-            report = msg.CompileReport(outcome.ok, outcome.diagnostics, outcome.seconds, outcome.cached)
+            report = msg.CompileReport(outcome.ok, outcome.diagnostics, outcome.seconds, outcome.cached,
+                                       note=outcome.note)
         else:  # no compiler here: the parent reports the gate as unavailable, correctness still runs
             report = msg.CompileReport(True, "", 0.0, compiled=False)
         self.send(report)

@@ -52,6 +52,7 @@ class ChildConfig:
     candidate_source: str
     backend: str
     gates: tuple[str, ...]  # the gates the parent's plan runs here
+    backend_context: tuple[tuple[str, str], ...]  # Backend.compile_context(task), for Backend.configure
     cache_dir: str
     atol: float
     rtol: float
@@ -72,6 +73,7 @@ class CompileReport:
     seconds: float
     cached: bool = False
     compiled: bool = True  # False: no compiler ran here (the gate plan marks compile unavailable)
+    note: str = ""  # what a passing compile reached, when it is not a full build (triton-ascend: HIVM)
 
 
 @dataclass(frozen=True)
@@ -287,6 +289,8 @@ def _decode_config(cls: type) -> Callable[[dict, list], Any]:
         values["trials"] = TrialSpec(**_fields_of(TrialSpec, dict(values["trials"])))
         if "gates" in values:
             values["gates"] = tuple(_text(g) for g in values["gates"])
+        if "backend_context" in values:
+            values["backend_context"] = tuple((_text(k), _text(v)) for k, v in values["backend_context"])
         return cls(**values)
     return decode
 
@@ -295,7 +299,7 @@ _DECODERS: dict[str, Callable[[dict, list], Any]] = {
     ChildConfig.KIND: _decode_config(ChildConfig),
     ReferenceConfig.KIND: _decode_config(ReferenceConfig),
     CompileReport.KIND: lambda h, _a: CompileReport(bool(h["ok"]), _text(h["diagnostics"]), float(h["seconds"]),
-                                                    bool(h["cached"]), bool(h["compiled"])),
+                                                    bool(h["cached"]), bool(h["compiled"]), _text(h["note"])),
     LoadReport.KIND: lambda h, _a: LoadReport(bool(h["ok"]), float(h["seconds"]), _text(h["error"]),
                                               bool(h["seccomp"]), _text(h["seccomp_off_reason"])),
     TrialBatch.KIND: _decode_batch,
