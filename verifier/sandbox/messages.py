@@ -7,8 +7,9 @@ code past this module reads a raw header. A frame that does not parse is a :clas
 (a forged or corrupted result: the session treats it as a runtime integrity violation).
 
 Parent -> child at start: ChildConfig (ReferenceConfig for the reference worker), read without a
-nonce check since it carries the nonce. Child -> parent: CompileReport, LoadReport, TrialBatch (correctness), Timing (latency, with the
-post-timing trials and the audited timed calls), IntegrityViolation, CandidateError. Reference worker -> parent:
+nonce check since it carries the nonce. Child -> parent: CompileReport, LoadReport, TrialBatch
+(correctness), Timing (latency, with the post-timing trials and the audited timed calls),
+IntegrityViolation, CandidateError. Reference worker -> parent:
 ReferenceOutputs per trial, then ReferenceDone. Parent -> child: Go (start timing); a child the parent
 no longer needs is killed, not asked to stop.
 """
@@ -73,7 +74,7 @@ class CompileReport:
     seconds: float
     cached: bool = False
     compiled: bool = True  # False: no compiler ran here (the gate plan marks compile unavailable)
-    note: str = ""  # what a passing compile reached, when it is not a full build (triton-ascend: HIVM)
+    note: str = ""  # what a passing compile reached or used (triton-ascend: HIVM; cuda: which headers)
 
 
 @dataclass(frozen=True)
