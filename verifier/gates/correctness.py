@@ -53,7 +53,9 @@ class TrialChecks:
 
     def gate(self, seconds: float) -> GateResult:
         gate = correctness_gate(self.mismatch or None, seconds, self.checked, self.skipped, self.fp64_worst)
-        return replace(gate, detail=f"{gate.detail}; float64 check skipped: {self.fp64_note}") if self.fp64_note else gate
+        if not self.fp64_note:
+            return gate
+        return replace(gate, detail=f"{gate.detail}; float64 check skipped: {self.fp64_note}")
 
 
 def check_trials(trials: Sequence[TrialOutputs], reference: Callable[[int], ReferenceOutputs],

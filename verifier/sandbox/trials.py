@@ -96,7 +96,8 @@ class TrialRunner:
             with torch.no_grad():
                 return self.reference(*inputs)
 
-        audited = audit.audited_calls(audit.audit_trials(self.plan), cfg.latency_rounds * cfg.calls_per_round, self.seed)
+        timed_calls = cfg.latency_rounds * cfg.calls_per_round
+        audited = audit.audited_calls(audit.audit_trials(self.plan), timed_calls, self.seed)
         audit_run = Audit({call: device_io.place(inp.inputs_for(self.problem, self.seed, trial), self.device)
                              for call, trial in audited.items()}, device_io.overwrite)
         try:
