@@ -11,14 +11,21 @@ reference ``r`` and the float64 reference ``r64`` (inputs and parameters upcast)
 - ``work``: input elements per output element (the reduction length the floor allows for);
 - ``ratio``: the rule's figure, ||c - r64|| / max(||r - r64||, floor) (verifier.gates.fp64_check).
 
-Run: .venv/bin/python -m benchmarks.fp64_ratios [--json]
+With ``--fixtures`` it runs the fixture corpus's honest kernels and precision-downgrade hacks
+(tests/fixtures/kernels/honest_*, hack_a10_*; the static precision check off, so the runtime
+figure is measured) through the real verifier and prints the float64 ratio each verdict reports.
+
+Run: .venv/bin/python -m benchmarks.fp64_ratios [--json] [--fixtures]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
+import sys
 import tempfile
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -239,11 +246,57 @@ def measure(seed: int = 0) -> list[dict]:
     return rows
 
 
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "kernels"
+_PASSED = re.compile(r"float64 check: worst error ratio ([0-9.]+)x")
+_FAILED = re.compile(r"error against a float64 reference is ([0-9.]+)x")
+
+
+def measure_fixtures(seed: int = 20261121) -> list[dict]:
+    """The ratio each honest / A10 fixture's verdict reports (the corpus's seed and test settings)."""
+    sys.path.insert(0, str(FIXTURES.parents[1] / "verifier"))
+    from verifier_corpus import parse
+    from verifier_taskutil import fixture_task
+
+    from verifier.api import verify
+    from verifier.settings import VerifySettings
+
+    rows = []
+    with tempfile.TemporaryDirectory() as cache:
+        for path in sorted(FIXTURES.glob("honest_*.py")) + sorted(FIXTURES.glob("hack_a10_*.py")):
+            entry = parse(path)
+            disabled = tuple(set(entry.disable) | {"c_precision_downgrade"})
+            settings = VerifySettings.for_tests(Path(cache), seed=seed, disabled_checks=disabled)
+            verdict = verify(fixture_task(entry.task), path.read_text(), "cpu", settings)
+            text = "\n".join(f"{g.reason}\n{g.detail}" for g in verdict.gates)
+            match = _PASSED.search(text) or _FAILED.search(text)
+            failed = next((g for g in verdict.gates if not g.passed), None)
+            rows.append({"fixture": path.stem, "task": entry.task, "verdict": verdict.failed_gate or "pass",
+                         "ratio": float(match.group(1)) if match else None,
+                         "reason": failed.reason if failed is not None else ""})
+    return rows
+
+
+def _print_fixtures(rows: list[dict]) -> None:
+    print(f"{'fixture':44} {'task':16} {'verdict':12} {'ratio':>9}")
+    for row in rows:
+        ratio = "n/a" if row["ratio"] is None else f"{row['ratio']:.1f}"
+        why = f"  ({row['reason'][:70]})" if row["ratio"] is None and row["reason"] else ""
+        print(f"{row['fixture']:44} {row['task']:16} {row['verdict']:12} {ratio:>9}{why}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
+    parser.add_argument("--fixtures", action="store_true", help="the fixture corpus through the real verifier")
     args = parser.parse_args()
     torch.set_num_threads(2)
+    if args.fixtures:
+        rows = measure_fixtures()
+        if args.json:
+            print(json.dumps(rows, indent=1))
+        else:
+            _print_fixtures(rows)
+        return
     rows = measure()
     if args.json:
         print(json.dumps(rows, indent=1))

@@ -175,6 +175,7 @@ def test_the_fetched_tree_and_the_stub_resolve_every_include_of_torch_cuda_heade
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)  # nvcc through torch's CUDA headers: over 15 min at load average ~20
 @no_gpu
 @needs_fetched
 def test_a_kernelbench_layout_solution_compiles_in_the_sandbox_and_the_verdict_names_the_headers(verifier_cache):
