@@ -161,3 +161,31 @@ def test_a_passing_verdict_reports_the_worst_float64_ratio(verify_cache):
     assert verdict.passed, verdict.feedback
     correctness = next(g for g in verdict.gates if g.name == "correctness")
     assert "float64 check: worst error ratio" in correctness.detail and "(limit 256x)" in correctness.detail
+
+
+def test_the_float64_copy_gives_corrections_and_work_per_output_element():
+    import torch
+
+    from verifier.sandbox.fp64_reference import Fp64Model
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(64, 16).eval()
+    x = torch.randn(8, 64)
+    with torch.no_grad():
+        out = model(x)
+        exact = torch.nn.functional.linear(x.double(), model.weight.double(), model.bias.double())
+    ref = Fp64Model(model).reference([x], [out])
+    assert ref.note == "" and ref.work == (8 * 64 + 64 * 16 + 16) / (8 * 16)
+    np.testing.assert_allclose(out.double().numpy() + ref.corrections[0], exact.numpy(), rtol=0, atol=1e-12)
+    assert model.weight.dtype == torch.float32  # the task-dtype model is untouched
+
+
+def test_a_model_too_large_to_copy_in_float64_skips_the_check(monkeypatch):
+    import torch
+
+    from verifier.sandbox import fp64_reference
+
+    monkeypatch.setattr(fp64_reference, "MAX_COPY_BYTES", 1 << 10)
+    wide = fp64_reference.Fp64Model(torch.nn.Linear(64, 16))
+    result = wide.reference([torch.randn(2, 64)], [torch.zeros(2, 16)])
+    assert result.corrections == () and result.note.startswith("the float64 copy of the parameters would take")

@@ -97,7 +97,7 @@ def compare_trial(cand: TrialOutputs, ref: ReferenceOutputs, tol: Tolerance) -> 
         problem = _compare_values(c, r, r_finite, tol, ref.trivial[k] if k < len(ref.trivial) else {})
         if problem:
             return TrialCheck(cand.index, f"{label}: {problem}")
-    if not ref.fp64.corrections:  # sent for the check and perturb trials (verifier.sandbox.reference_worker)
+    if not ref.fp64.corrections:  # sent for the check trials (verifier.sandbox.reference_worker)
         return TrialCheck(cand.index)
     precision = fp64_check.check_outputs(cand.arrays, ref)
     return TrialCheck(cand.index, f"{where}, {precision.mismatch}" if precision.mismatch else "",

@@ -43,7 +43,9 @@ the weakest rejected downgrade (fp16 row sums of 1,000 terms). Through the real 
 A10 fixtures that pass their tolerance 2,429 (fp16-rounded softmax) and 2,470 (_Float16 2x+y).
 
 Where the float64 model cannot run (an op without float64 support, a dtype mismatch inside the
-model) the worker sends no corrections and the check is skipped, saying so in the gate's detail.
+model), would draw different random numbers, or would need more than 2 GiB of float64 parameters,
+the worker sends no corrections and the check is skipped, saying so in the gate's detail. It runs
+on the correctness trials (not the perturbation probe, the post-timing or the audit trials).
 """
 
 from __future__ import annotations

@@ -26,10 +26,16 @@ def _floats(values) -> list[torch.Tensor]:
     return [v for v in values if isinstance(v, torch.Tensor) and v.is_floating_point()]
 
 
+MAX_COPY_BYTES = 2 << 30  # the float64 copy of the parameters; larger models skip the check
+
+
 class Fp64Model:
     def __init__(self, model: torch.nn.Module) -> None:
         self.note = ""
         self.params = sum(t.numel() for t in _floats(list(model.parameters()) + list(model.buffers())))
+        if self.params * 8 > MAX_COPY_BYTES:
+            self.model, self.note = None, f"the float64 copy of the parameters would take {self.params * 8 / 2**30:.1f} GiB"
+            return
         try:
             self.model: torch.nn.Module | None = copy.deepcopy(model).to(torch.float64)
         except Exception as exc:  # noqa: BLE001 - any failure only switches the check off

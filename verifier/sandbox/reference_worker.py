@@ -4,9 +4,9 @@ Run as ``python -m verifier.sandbox.reference_worker IN_FD OUT_FD``. Builds ``Mo
 with the verification's init seed, computes the outputs of every trial of the plan (same inputs
 as the sandbox child, from the same secret seed), the errors of trivial predictors (zeros,
 the output mean, an input copy) used by the scale-aware correctness check, and the float64
-corrections of the precision check (verifier.sandbox.fp64_reference) for the trials the
-correctness gate checks (not for the post-timing and audit trials, which only the task-dtype
-outputs are compared with).
+corrections of the precision check (verifier.sandbox.fp64_reference) for the correctness trials
+(not for the perturbation probe, a near copy of trial 0, nor the post-timing and audit trials,
+which only the task-dtype outputs are compared with).
 
 References are always computed on the CPU, whatever the candidate's backend: the worker never
 imports candidate or backend code, and the sandbox child copies a GPU candidate's outputs to the
@@ -37,7 +37,7 @@ def trivial_errors(ref: np.ndarray, inputs: list) -> dict[str, float]:
     return errors
 
 
-CHECKED_IN_FLOAT64 = ("check", "perturb")  # trial kinds the float64 check reads (verifier.gates.correctness)
+CHECKED_IN_FLOAT64 = ("check",)  # trial kinds the float64 check reads (the perturbation probe repeats trial 0)
 
 
 def main(argv: list[str]) -> int:
