@@ -5,8 +5,11 @@ distribution. Models and inputs are built by :mod:`kernelbench_npu.instantiate`,
 distributions come from :mod:`kernelbench_npu.distributions` (the task lint uses both too).
 
 The plan: ``correctness_trials`` trials cycling through DISTRIBUTIONS, one in-place perturbation
-probe of trial 0 (same storage, new values: output replay must fail), and POST_TIMING_TRIALS
-trials the child computes only after timing (outputs re-checked after the timed loop).
+probe of trial 0 (same storage, new values: output replay must fail), POST_TIMING_TRIALS
+trials the child computes only after timing (outputs re-checked after the timed loop), and two
+audit trials the child plants at secret positions among the timed calls (verifier.sandbox.audit):
+fresh normal inputs, then a near-duplicate of them (a few elements changed, so a cache keyed on
+sampled values returns a stale output).
 Child side only (imports torch).
 """
 
@@ -23,12 +26,13 @@ from verifier.seeds import derive_seed
 
 POST_TIMING_TRIALS = 2
 PERTURB_FRACTION = 0.05
+NEAR_DUPLICATE_FRACTION = 0.001  # of the first float input's elements, at least one
 
 
 @dataclass(frozen=True)
 class Trial:
     index: int
-    kind: str  # "check" | "perturb" | "post"
+    kind: str  # "check" | "perturb" | "post" | "audit"
     distribution: str
 
 
@@ -37,6 +41,8 @@ def plan(correctness_trials: int) -> list[Trial]:
     trials.append(Trial(len(trials), "perturb", DISTRIBUTIONS[0]))
     for k in range(POST_TIMING_TRIALS):
         trials.append(Trial(len(trials), "post", "normal"))
+    trials.append(Trial(len(trials), "audit", "normal"))
+    trials.append(Trial(len(trials), "audit", "near-duplicate"))  # of the audit trial before it
     return trials
 
 
@@ -67,13 +73,14 @@ def make_inputs(problem: Problem, seed: int, trial: Trial) -> list:
     return [redraw(x, trial.distribution, gen) for x in raw]
 
 
-def perturb_in_place(inputs: list, seed: int) -> None:
-    """Change ~5% of the first float input's elements in place (same storage, new content)."""
+def perturb_in_place(inputs: list, seed: int, fraction: float = PERTURB_FRACTION, tag: str = "perturb") -> None:
+    """Change ``fraction`` (at least one) of the first float input's elements in place (same
+    storage, new content)."""
     for x in inputs:
         if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 0:
             flat = x.view(-1)
-            gen = torch.Generator().manual_seed(derive_seed(seed, "perturb"))
-            count = max(1, int(flat.numel() * PERTURB_FRACTION))
+            gen = torch.Generator().manual_seed(derive_seed(seed, tag))
+            count = max(1, int(flat.numel() * fraction))
             idx = torch.randperm(flat.numel(), generator=gen)[:count]
             flat[idx] = (-flat[idx] * 2.0 + 0.5).to(flat.dtype)
             return
@@ -84,6 +91,10 @@ def inputs_for(problem: Problem, seed: int, trial: Trial) -> list:
     if trial.kind == "perturb":
         inputs = make_inputs(problem, seed, Trial(0, "check", DISTRIBUTIONS[0]))
         perturb_in_place(inputs, seed)
+        return inputs
+    if trial.distribution == "near-duplicate":
+        inputs = make_inputs(problem, seed, Trial(trial.index - 1, trial.kind, "normal"))
+        perturb_in_place(inputs, seed, NEAR_DUPLICATE_FRACTION, "near-duplicate")
         return inputs
     return make_inputs(problem, seed, trial)
 
