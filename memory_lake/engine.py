@@ -29,6 +29,9 @@ EXTENSIONS = {"ducklake": "ducklake", "sqlite": "sqlite_scanner", "postgres": "p
               "httpfs": "httpfs"}
 RETRY_MARKERS = ("transaction conflict", "database is locked", "could not serialize", "deadlock detected",
                  "conflict on")
+# a statement that lost a race inside the catalog's own transaction (Postgres aborts it) says only
+# this; retryable where the caller rolls the connection back first
+ABORTED_MARKER = "current transaction is aborted"
 MAX_ATTEMPTS = 200  # with the backoff capped at 0.5 s: about 100 s of contention before giving up
 T = TypeVar("T")
 
@@ -93,18 +96,27 @@ def attach(con: duckdb.DuckDBPyConnection, catalog: str, data_path: str | None =
     con.execute(f"USE {ALIAS}")
 
 
-def retryable(exc: BaseException) -> bool:
+def retryable(exc: BaseException, rolls_back: bool = False) -> bool:
     text = str(exc).lower()
-    return isinstance(exc, duckdb.Error) and any(marker in text for marker in RETRY_MARKERS)
+    markers = RETRY_MARKERS + ((ABORTED_MARKER,) if rolls_back else ())
+    return isinstance(exc, duckdb.Error) and any(marker in text for marker in markers)
 
 
-def retrying(action: Callable[[], T], attempts: int = MAX_ATTEMPTS) -> T:
-    """Run ``action``, again after a short jittered pause while it fails with a retryable error."""
+def retrying(action: Callable[[], T], attempts: int = MAX_ATTEMPTS,
+             con: duckdb.DuckDBPyConnection | None = None) -> T:
+    """Run ``action``, again after a short jittered pause while it fails with a retryable error.
+
+    With ``con``, a failed attempt's transaction is rolled back first: a DuckLake function that
+    loses a commit race (``ducklake_flush_inlined_data`` against concurrent writers) leaves the
+    connection's transaction aborted, and every later statement on it would fail.
+    """
     for attempt in range(attempts):
         try:
             return action()
         except duckdb.Error as exc:
-            if not retryable(exc) or attempt == attempts - 1:
+            if con is not None:
+                _rollback(con)
+            if not retryable(exc, rolls_back=con is not None) or attempt == attempts - 1:
                 raise
             time.sleep(min(0.5, 0.005 * 2 ** min(attempt, 7)) * (0.5 + random.random()))
     raise AssertionError("unreachable")
@@ -124,7 +136,7 @@ def transaction(con: duckdb.DuckDBPyConnection, body: Callable[[duckdb.DuckDBPyC
             _rollback(con)
             raise
 
-    return retrying(once, attempts)
+    return retrying(once, attempts)  # once() rolls back itself
 
 
 def _rollback(con: duckdb.DuckDBPyConnection) -> None:

@@ -176,7 +176,7 @@ class Lake(LakeReads):
             finally:
                 con.close()
         with self._guard:
-            return engine_retrying(lambda: _arrow(self._con, sql_text, params))
+            return engine_retrying(lambda: _arrow(self._con, sql_text, params), self._con)
 
     def snapshots(self) -> tuple[catalog.Snapshot, ...]:
         with self._guard:
@@ -226,9 +226,9 @@ class Lake(LakeReads):
 
     def _refresh(self) -> Files:
         """The data files of the latest snapshot; current Qs caught up if value_updates changed."""
-        files = engine_retrying(lambda: self._state.refresh(self._con))
+        files = engine_retrying(lambda: self._state.refresh(self._con), self._con)
         if self._state.values_changed:
-            engine_retrying(lambda: self._q.catch_up(self._con))
+            engine_retrying(lambda: self._q.catch_up(self._con), self._con)
             self._state.values_changed = False
         return files
 
@@ -343,10 +343,10 @@ def _insert_items(con: duckdb.DuckDBPyConnection, data: pa.Table) -> None:
     _insert(con, "postings", postings)
 
 
-def engine_retrying(action):
+def engine_retrying(action, con: duckdb.DuckDBPyConnection | None = None):
     """Run a read, retrying a busy catalog; a DuckDB error becomes a one-line LakeError."""
     try:
-        return engine.retrying(action)
+        return engine.retrying(action, con=con)
     except duckdb.Error as exc:
         raise LakeError(f"query failed: {engine.first_line(exc)}") from None
 

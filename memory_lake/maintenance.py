@@ -35,8 +35,8 @@ ORPHAN_GRACE_S = 3600  # untracked files younger than this may belong to a write
 def compact(con: duckdb.DuckDBPyConnection, expire_older_than: float | None = None,
             champions_k: int | None = None) -> CompactionResult:
     before = file_footprint(con)
-    engine.retrying(lambda: con.execute(f"CALL ducklake_flush_inlined_data('{ALIAS}')").fetchall())
-    merged = engine.retrying(lambda: con.execute(f"CALL ducklake_merge_adjacent_files('{ALIAS}')").fetchall())
+    _call(con, f"CALL ducklake_flush_inlined_data('{ALIAS}')")
+    merged = _call(con, f"CALL ducklake_merge_adjacent_files('{ALIAS}')")
     rebuild_champions(con, CHAMPIONS_K if champions_k is None else champions_k)
     if expire_older_than is not None:
         _expire(con, float(expire_older_than))
@@ -66,10 +66,14 @@ def rebuild_champions(con: duckdb.DuckDBPyConnection, k: int) -> None:
 def _expire(con: duckdb.DuckDBPyConnection, older_than_s: float) -> None:
     cutoff = f"now() - INTERVAL '{float(older_than_s)} seconds'"
     grace = f"now() - INTERVAL '{ORPHAN_GRACE_S} seconds'"
-    engine.retrying(lambda: con.execute(f"CALL ducklake_expire_snapshots('{ALIAS}', older_than => {cutoff})").fetchall())
-    engine.retrying(lambda: con.execute(f"CALL ducklake_cleanup_old_files('{ALIAS}', older_than => {grace})").fetchall())
-    engine.retrying(lambda: con.execute(f"CALL ducklake_delete_orphaned_files('{ALIAS}', older_than => {grace})")
-                    .fetchall())
+    _call(con, f"CALL ducklake_expire_snapshots('{ALIAS}', older_than => {cutoff})")
+    _call(con, f"CALL ducklake_cleanup_old_files('{ALIAS}', older_than => {grace})")
+    _call(con, f"CALL ducklake_delete_orphaned_files('{ALIAS}', older_than => {grace})")
+
+
+def _call(con: duckdb.DuckDBPyConnection, statement: str) -> list:
+    """One DuckLake maintenance call in autocommit, retried (after a rollback) when it loses a commit race."""
+    return engine.retrying(lambda: con.execute(statement).fetchall(), con=con)
 
 
 def file_footprint(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]:
@@ -78,7 +82,7 @@ def file_footprint(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]
     for table in ALL_TABLES:
         n, size = engine.retrying(lambda: con.execute(
             f"SELECT count(*), coalesce(sum(data_file_size_bytes), 0) FROM ducklake_list_files('{ALIAS}', '{table}')"
-        ).fetchall()[0])
+        ).fetchall()[0], con=con)
         out[table] = (int(n), int(size))
     return out
 
@@ -86,5 +90,5 @@ def file_footprint(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, int]]
 def table_stats(con: duckdb.DuckDBPyConnection) -> tuple[TableStats, ...]:
     footprint = file_footprint(con)
     counts = " UNION ALL ".join(f"SELECT '{t}', count(*) FROM {t}" for t in ALL_TABLES)  # t: a known table
-    rows = dict(engine.retrying(lambda: con.execute(counts).fetchall()))
+    rows = dict(engine.retrying(lambda: con.execute(counts).fetchall(), con=con))
     return tuple(TableStats(t, int(rows[t]), *footprint[t]) for t in ALL_TABLES)

@@ -111,7 +111,7 @@ def test_cuda_compile_errors_reach_the_feedback(verifier_cache):
     # kernel-only (no host unit for g++) and a missing header that stops nvcc in the preprocessor,
     # before the slow torch front-end pass: seconds, not minutes
     broken = ('import torch\nimport torch.nn as nn\nfrom torch.utils.cpp_extension import load_inline\n'
-              'SRC = """\n#include "no_such_header.cuh"\n__global__ void k(float* y) { y[0] = 1; }\n"""\n'
+              'SRC = """\n#include <no_such_header.cuh>\n__global__ void k(float* y) { y[0] = 1; }\n"""\n'
               'ext = load_inline(name="bad_ext", cpp_sources="", cuda_sources=SRC)\n\n'
               'class ModelNew(nn.Module):\n    def forward(self, x):\n        return ext.k(x)\n')
     verdict = verify(relu_task(), broken, "cuda", VerifySettings.for_tests(verifier_cache))

@@ -141,12 +141,12 @@ def snapshot(lake: Lake) -> list:
 def test_compaction_preserves_query_results_retrieval_and_time_travel(catalog_factory):
     lake = filled_lake(catalog_factory.new())
     retrieved = lake.retrieve(_request(), record=False)
-    before = snapshot(catalog_lake)
+    before = snapshot(lake)
     old = lake.snapshots()[-1].snapshot_id
     result = lake.compact()
     assert result.files_after < result.files_before
     assert all(len(lake.files().paths(t)) <= 1 for t in ("items", "docs", "postings"))
-    assert snapshot(catalog_lake) == before
+    assert snapshot(lake) == before
     assert snapshot(Lake.open(lake.root)) == before
     assert lake.retrieve(_request(), record=False) == retrieved
     assert [lake.query(q, as_of=old).to_pylist() for q in QUERIES] == before
@@ -164,7 +164,7 @@ def test_compaction_while_others_write_and_killed_compactions_change_nothing(cat
         assert w.returncode == 0, err[-2000:]
     assert count(lake, "SELECT count(DISTINCT attempt_id) FROM attempts") == 400
     assert count(lake, "SELECT max(seq) FROM value_updates") == 8
-    before = snapshot(catalog_lake)
+    before = snapshot(lake)
     for delay in (0.05, 0.4, 1.0):  # SIGKILL a compaction somewhere in its steps
         killed = spawn("compact", lake.root, "1")
         assert killed.stdout.readline().strip() == "open"
