@@ -154,11 +154,18 @@ def _aten(ctx: NativeContext) -> Iterator[Finding]:
                "Scalar", "kFloat", "kFloat32", "kDouble", "kFloat64", "kInt", "kInt32", "kLong", "kInt64",
                "kHalf", "kBFloat16", "kCPU", "kBool", "kByte", "dtype", "device", "TORCH_CHECK", "from_blob",
                "Half", "BFloat16", "Layout", "kStrided", "MemoryFormat", "optional", "nullopt", "string",
-               "vector", "string_view", "IValue", "Generator", "indexing", "NoGradGuard", "InferenceMode"}
+               "vector", "string_view", "IValue", "Generator", "indexing", "NoGradGuard", "InferenceMode",
+               "kCUDA", "DeviceGuard", "OptionalDeviceGuard", "ceil_div", "irange", "numeric_limits"}
+    # CUDA plumbing a launch needs, not compute: the stream and device of the current context
+    cuda_plumbing = {"getCurrentCUDAStream", "getDefaultCUDAStream", "getStreamFromPool", "CUDAStream",
+                     "CUDAGuard", "OptionalCUDAGuard", "CUDAStreamGuard", "OptionalCUDAStreamGuard",
+                     "getCurrentDeviceProperties", "getDeviceProperties", "current_device", "device_count",
+                     "ATenCeilDiv", "warp_size"}
     for tok, line, index in ctx.tokens():
         head, _, name = tok.partition("::")
         if head in ("at", "torch", "c10", "aten") and name and name.split("::")[0] not in allowed:
-            if name.split("::")[-1] in allowed:
+            parts = name.split("::")
+            if parts[-1] in allowed or (parts[0] == "cuda" and len(parts) == 2 and parts[1] in cuda_plumbing):
                 continue
             yield Finding("c_aten_compute", f"{tok}: ATen/torch compute in native code is not allowed", line)
         elif tok in TENSOR_COMPUTE and index > 0 and ctx.code[index - 1] in ".>" and ctx.next_char(index + len(tok)) == "(":

@@ -123,10 +123,15 @@ def cxx_namespace(symbol: str) -> str:
     return rest[len(match.group(0)):len(match.group(0)) + int(match.group(0))] if match else ""
 
 
+# typeinfo (and its name) of a builtin type or a pointer to one, which the C++ runtime defines:
+# ``throw "message"`` in torch's headers needs _ZTIPKc (const char*), a thrown bool _ZTIb
+_BUILTIN_TYPEINFO = re.compile(r"_ZT[IS][PKRVO]*(?:[a-z]|D[a-z]|DF\d+_)$")
+
+
 def classify(symbol: str) -> str:
     """"" if allowed, else the name of the check that refuses it."""
-    if symbol.startswith("_ZGV") or symbol == "_GLOBAL_OFFSET_TABLE_":
-        return ""  # libmvec's vector math; the linker's GOT
+    if symbol.startswith("_ZGV") or symbol == "_GLOBAL_OFFSET_TABLE_" or _BUILTIN_TYPEINFO.match(symbol):
+        return ""  # libmvec's vector math; the linker's GOT; the runtime's typeinfo of builtin types
     if symbol.startswith("_Z"):
         if cxx_namespace(symbol) not in _CXX_NAMESPACES:
             return "c_undefined_symbols"
