@@ -7,7 +7,7 @@ import torch.nn as nn
 from verifier.cpu_native import load_c
 
 SOURCE = r'''
-enum { JB = 512 };  // inner columns per task: the accumulators stay in L1
+constexpr long JB = 512;  // inner columns per task: the accumulators stay in L1
 
 extern "C" void sum_dim(const float* __restrict x, float* __restrict y, long outer, long r, long inner) {
     if (inner == 1) {

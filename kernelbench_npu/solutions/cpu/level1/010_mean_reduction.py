@@ -6,7 +6,7 @@ import torch.nn as nn
 from verifier.cpu_native import load_c
 
 SOURCE = r'''
-enum { JB = 512 };
+constexpr long JB = 512;
 
 extern "C" void mean_dim(const float* __restrict x, float* __restrict y, long outer, long r, long inner) {
     float fr = (float)r;

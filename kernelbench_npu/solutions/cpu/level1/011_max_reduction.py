@@ -22,7 +22,7 @@ static inline float sel(bool c, float a, float b) {
     return f;
 }
 
-enum { JB = 512 };
+constexpr long JB = 512;
 
 extern "C" void amax_dim(const float* __restrict x, float* __restrict y, long outer, long r, long inner) {
     if (inner == 1) {

@@ -23,7 +23,7 @@ static inline float sel(bool c, float a, float b) {
     return f;
 }
 
-enum { JB = 512 };
+constexpr long JB = 512;
 
 extern "C" void argmin_dim(const float* __restrict x, int64_t* __restrict y, long outer, long r, long inner) {
     if (inner == 1) {

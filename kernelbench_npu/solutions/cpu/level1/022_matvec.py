@@ -9,12 +9,13 @@ from verifier.cpu_native import load_c
 SOURCE = r'''
 #include <string.h>
 
+// 8-float vectors (GCC/Clang vector extension: one AVX2 register, two SSE or NEON registers);
+// loads and stores go through memcpy, so any alignment is fine.
 typedef float v8 __attribute__((vector_size(32)));
 
 static inline v8 load8(const float* p) { v8 v; memcpy(&v, p, sizeof v); return v; }
-static inline float hsum8(v8 v) {
-    return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
-}
+static inline void store8(float* p, v8 v) { memcpy(p, &v, sizeof v); }
+static inline float hsum8(v8 v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
 
 extern "C" void matvec(const float* __restrict a, const float* __restrict v, float* __restrict y, long m, long k) {
     #pragma omp parallel for schedule(static) if(m * k >= 65536)

@@ -10,17 +10,21 @@ SOURCE = r'''
 #include <stdlib.h>
 #include <string.h>
 
+// 8-float vectors (GCC/Clang vector extension: one AVX2 register, two SSE or NEON registers);
+// loads and stores go through memcpy, so any alignment is fine.
+typedef float v8 __attribute__((vector_size(32)));
+
+static inline v8 load8(const float* p) { v8 v; memcpy(&v, p, sizeof v); return v; }
+static inline void store8(float* p, v8 v) { memcpy(p, &v, sizeof v); }
+static inline float hsum8(v8 v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
+
 // ---- GEMM core: C[m x n] = A . B with packed B panels and a 6 x 16 register tile ----------
 // A(i, p) = A[i * sai + p * sap] (any strides: A^T costs no copy). B is never read directly:
 // pack(p0, kc, Bp) writes rows [p0, p0 + kc) of B as 16-column panels, Bp[q][p][0..15] (zero
 // padded), so that any B (plain, transposed, an implicit im2col) shares the same kernel. Blocks:
 // KC rows of B per slice (a panel slice is L1-sized), MC rows of A per block (L2). Must be called
 // by every thread of an OpenMP parallel region (the work is shared with omp for).
-typedef float v8 __attribute__((vector_size(32)));  // GCC/Clang vector extension: AVX2, SSE or NEON
-enum { MR = 6, NR = 16, KC = 256, MC = 96 };
-
-static inline v8 load8(const float* p) { v8 v; memcpy(&v, p, sizeof v); return v; }
-static inline void store8(float* p, v8 v) { memcpy(p, &v, sizeof v); }
+constexpr long MR = 6, NR = 16, KC = 256, MC = 96;
 
 // One MR x NR tile over a k-slice; rows/cols trim the edges; adds into C unless first.
 static inline void gemm_tile(const float* A, long sai, long sap, const float* Bp, long kc, float* C, long ldc,
@@ -95,13 +99,6 @@ struct StridedB {
 };
 
 static inline long gemm_scratch_floats(long n) { return KC * ((n + NR - 1) / NR) * NR; }
-
-extern "C" void matmul(const float* a, const float* b, float* c, long m, long k, long n) {
-    float* bp = (float*)malloc(sizeof(float) * gemm_scratch_floats(n));
-    #pragma omp parallel if(m * n * k >= 262144)
-    gemm(m, n, k, a, k, 1, c, n, bp, StridedB{b, n, 1, n});
-    free(bp);
-}
 '''
 
 lib = load_c(SOURCE, {"matmul": "const float*, const float*, float*, int64, int64, int64"})

@@ -10,17 +10,21 @@ SOURCE = r'''
 #include <stdlib.h>
 #include <string.h>
 
+// 8-float vectors (GCC/Clang vector extension: one AVX2 register, two SSE or NEON registers);
+// loads and stores go through memcpy, so any alignment is fine.
+typedef float v8 __attribute__((vector_size(32)));
+
+static inline v8 load8(const float* p) { v8 v; memcpy(&v, p, sizeof v); return v; }
+static inline void store8(float* p, v8 v) { memcpy(p, &v, sizeof v); }
+static inline float hsum8(v8 v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
+
 // ---- GEMM core: C[m x n] = A . B with packed B panels and a 6 x 16 register tile ----------
 // A(i, p) = A[i * sai + p * sap] (any strides: A^T costs no copy). B is never read directly:
 // pack(p0, kc, Bp) writes rows [p0, p0 + kc) of B as 16-column panels, Bp[q][p][0..15] (zero
 // padded), so that any B (plain, transposed, an implicit im2col) shares the same kernel. Blocks:
 // KC rows of B per slice (a panel slice is L1-sized), MC rows of A per block (L2). Must be called
 // by every thread of an OpenMP parallel region (the work is shared with omp for).
-typedef float v8 __attribute__((vector_size(32)));  // GCC/Clang vector extension: AVX2, SSE or NEON
-enum { MR = 6, NR = 16, KC = 256, MC = 96 };
-
-static inline v8 load8(const float* p) { v8 v; memcpy(&v, p, sizeof v); return v; }
-static inline void store8(float* p, v8 v) { memcpy(p, &v, sizeof v); }
+constexpr long MR = 6, NR = 16, KC = 256, MC = 96;
 
 // One MR x NR tile over a k-slice; rows/cols trim the edges; adds into C unless first.
 static inline void gemm_tile(const float* A, long sai, long sap, const float* Bp, long kc, float* C, long ldc,
@@ -95,44 +99,6 @@ struct StridedB {
 };
 
 static inline long gemm_scratch_floats(long n) { return KC * ((n + NR - 1) / NR) * NR; }
-
-// B(p, j) = x[ic][j + kk] for p = ic * K + kk: every row of B is a contiguous slice of x.
-struct Conv1dB {
-    const float* x;
-    long L, K, n;
-    void operator()(long p0, long kc, float* Bp) const {
-        long panels = (n + NR - 1) / NR;
-        #pragma omp for schedule(static)
-        for (long q = 0; q < panels; ++q) {
-            long j0 = q * NR, w = n - j0 < NR ? n - j0 : NR;
-            for (long p = 0; p < kc; ++p) {
-                long pp = p0 + p;
-                const float* src = x + (pp / K) * L + pp % K + j0;
-                float* d = Bp + (q * kc + p) * NR;
-                for (long j = 0; j < w; ++j) d[j] = src[j];
-                for (long j = w; j < NR; ++j) d[j] = 0.0f;
-            }
-        }
-    }
-};
-
-extern "C" void conv1d(const float* x, const float* w, const float* b, float* y,
-                       long batch, long cin, long cout, long len, long ksize) {
-    long lout = len - ksize + 1, kdim = cin * ksize;
-    float* bp = (float*)malloc(sizeof(float) * gemm_scratch_floats(lout));
-    #pragma omp parallel
-    for (long n = 0; n < batch; ++n) {
-        float* yn = y + n * cout * lout;
-        gemm(cout, lout, kdim, w, kdim, 1, yn, lout, bp, Conv1dB{x + n * cin * len, len, ksize, lout});
-        #pragma omp for schedule(static)
-        for (long oc = 0; oc < cout; ++oc) {
-            float* row = yn + oc * lout;
-            #pragma omp simd
-            for (long t = 0; t < lout; ++t) row[t] += b[oc];
-        }
-    }
-    free(bp);
-}
 '''
 
 lib = load_c(SOURCE, {"conv1d": "const float*, const float*, const float*, float*, int64, int64, int64, int64, int64"})

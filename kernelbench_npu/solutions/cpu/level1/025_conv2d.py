@@ -11,16 +11,20 @@ SOURCE = r'''
 #include <stdlib.h>
 #include <string.h>
 
+// 8-float vectors (GCC/Clang vector extension: one AVX2 register, two SSE or NEON registers);
+// loads and stores go through memcpy, so any alignment is fine.
+typedef float v8 __attribute__((vector_size(32)));
+
+static inline v8 load8(const float* p) { v8 v; memcpy(&v, p, sizeof v); return v; }
+static inline void store8(float* p, v8 v) { memcpy(p, &v, sizeof v); }
+static inline float hsum8(v8 v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
+
 // ---- Stride-1 2-D convolution as an implicit GEMM over a zero-padded copy of the input ------
 // out[oc][oh][ow] = sum_p w[oc][p] * xpad[off[p] + oh * PW + ow], p = (ic, kh, kw), off[p] =
 // ic * PH * PW + kh * dil * PW + kw * dil. A tile is 6 output channels x 16 adjacent output pixels
 // in 12 vector accumulators; its B rows are read straight from the padded input (two unaligned
 // vector loads per p), so nothing is packed. epi(value, oc, pixel) finishes each output.
-typedef float v8 __attribute__((vector_size(32)));
-enum { OCB = 6, PXB = 16 };
-
-static inline v8 load8(const float* p) { v8 v; memcpy(&v, p, sizeof v); return v; }
-static inline void store8(float* p, v8 v) { memcpy(p, &v, sizeof v); }
+constexpr long OCB = 6, PXB = 16;
 
 // xpad: [C][PH][PW] plus PXB floats of slack (a trimmed tile may read past its row, never stores it).
 static void pad_image(const float* x, long c, long h, long w, long pad, float* xpad) {

@@ -11,17 +11,21 @@ SOURCE = r'''
 #include <stdlib.h>
 #include <string.h>
 
+// 8-float vectors (GCC/Clang vector extension: one AVX2 register, two SSE or NEON registers);
+// loads and stores go through memcpy, so any alignment is fine.
+typedef float v8 __attribute__((vector_size(32)));
+
+static inline v8 load8(const float* p) { v8 v; memcpy(&v, p, sizeof v); return v; }
+static inline void store8(float* p, v8 v) { memcpy(p, &v, sizeof v); }
+static inline float hsum8(v8 v) { return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7])); }
+
 // ---- GEMM core: C[m x n] = A . B with packed B panels and a 6 x 16 register tile ----------
 // A(i, p) = A[i * sai + p * sap] (any strides: A^T costs no copy). B is never read directly:
 // pack(p0, kc, Bp) writes rows [p0, p0 + kc) of B as 16-column panels, Bp[q][p][0..15] (zero
 // padded), so that any B (plain, transposed, an implicit im2col) shares the same kernel. Blocks:
 // KC rows of B per slice (a panel slice is L1-sized), MC rows of A per block (L2). Must be called
 // by every thread of an OpenMP parallel region (the work is shared with omp for).
-typedef float v8 __attribute__((vector_size(32)));  // GCC/Clang vector extension: AVX2, SSE or NEON
-enum { MR = 6, NR = 16, KC = 256, MC = 96 };
-
-static inline v8 load8(const float* p) { v8 v; memcpy(&v, p, sizeof v); return v; }
-static inline void store8(float* p, v8 v) { memcpy(p, &v, sizeof v); }
+constexpr long MR = 6, NR = 16, KC = 256, MC = 96;
 
 // One MR x NR tile over a k-slice; rows/cols trim the edges; adds into C unless first.
 static inline void gemm_tile(const float* A, long sai, long sap, const float* Bp, long kc, float* C, long ldc,
@@ -96,38 +100,6 @@ struct StridedB {
 };
 
 static inline long gemm_scratch_floats(long n) { return KC * ((n + NR - 1) / NR) * NR; }
-
-extern "C" void conv_transpose2d(const float* x, const float* w, const float* b, float* y, long batch, long cin,
-                                 long h, long wd, long cout, long k, long oh, long ow, long stride, long pad) {
-    long rows = cout * k * k, npix = h * wd;
-    float* bp = (float*)malloc(sizeof(float) * gemm_scratch_floats(npix));
-    float* cols = (float*)malloc(sizeof(float) * rows * npix);
-    #pragma omp parallel
-    for (long n = 0; n < batch; ++n) {
-        // cols[i][pix] = sum_ic W[ic][i] x[ic][pix], i = (oc, kh, kw): A(i, p) = w[p * rows + i]
-        gemm(rows, npix, cin, w, 1, rows, cols, npix, bp, StridedB{x + n * cin * npix, npix, 1, npix});
-        #pragma omp for schedule(static)
-        for (long oc = 0; oc < cout; ++oc) {
-            float* plane = y + (n * cout + oc) * oh * ow;
-            for (long i = 0; i < oh * ow; ++i) plane[i] = b[oc];
-            for (long kh = 0; kh < k; ++kh)
-                for (long kw = 0; kw < k; ++kw) {
-                    const float* src = cols + ((oc * k + kh) * k + kw) * npix;
-                    for (long ih = 0; ih < h; ++ih) {
-                        long orow = ih * stride - pad + kh;
-                        if (orow < 0 || orow >= oh) continue;
-                        float* dst = plane + orow * ow;
-                        for (long iw = 0; iw < wd; ++iw) {
-                            long ocol = iw * stride - pad + kw;
-                            if (ocol >= 0 && ocol < ow) dst[ocol] += src[ih * wd + iw];
-                        }
-                    }
-                }
-        }
-    }
-    free(cols);
-    free(bp);
-}
 '''
 
 lib = load_c(SOURCE, {"conv_transpose2d": "const float*, const float*, const float*, float*, int64, int64, int64, "
