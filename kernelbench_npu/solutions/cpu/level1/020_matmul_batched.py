@@ -98,6 +98,14 @@ struct StridedB {
 };
 
 static inline long gemm_scratch_floats(long n) { return KC * ((n + NR - 1) / NR) * NR; }
+
+extern "C" void bmm(const float* a, const float* b, float* c, long batch, long m, long k, long n) {
+    float* bp = (float*)malloc(sizeof(float) * gemm_scratch_floats(n));
+    #pragma omp parallel if(batch * m * n * k >= 262144)
+    for (long t = 0; t < batch; ++t)
+        gemm(m, n, k, a + t * m * k, k, 1, c + t * m * n, n, bp, StridedB{b + t * k * n, n, 1, n});
+    free(bp);
+}
 '''
 
 lib = load_c(SOURCE, {"bmm": "const float*, const float*, float*, int64, int64, int64, int64"})

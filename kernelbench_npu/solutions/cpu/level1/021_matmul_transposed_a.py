@@ -99,6 +99,14 @@ struct StridedB {
 };
 
 static inline long gemm_scratch_floats(long n) { return KC * ((n + NR - 1) / NR) * NR; }
+
+// a is [k x m], b is [k x n], c = a^T b is [m x n].
+extern "C" void matmul_tn(const float* a, const float* b, float* c, long m, long k, long n) {
+    float* bp = (float*)malloc(sizeof(float) * gemm_scratch_floats(n));
+    #pragma omp parallel if(m * n * k >= 262144)
+    gemm(m, n, k, a, 1, m, c, n, bp, StridedB{b, n, 1, n});
+    free(bp);
+}
 '''
 
 lib = load_c(SOURCE, {"matmul_tn": "const float*, const float*, float*, int64, int64, int64"})

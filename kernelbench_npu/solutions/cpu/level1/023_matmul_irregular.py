@@ -99,6 +99,13 @@ struct StridedB {
 };
 
 static inline long gemm_scratch_floats(long n) { return KC * ((n + NR - 1) / NR) * NR; }
+
+extern "C" void matmul(const float* a, const float* b, float* c, long m, long k, long n) {
+    float* bp = (float*)malloc(sizeof(float) * gemm_scratch_floats(n));
+    #pragma omp parallel if(m * n * k >= 262144)
+    gemm(m, n, k, a, k, 1, c, n, bp, StridedB{b, n, 1, n});
+    free(bp);
+}
 '''
 
 lib = load_c(SOURCE, {"matmul": "const float*, const float*, float*, int64, int64, int64"})

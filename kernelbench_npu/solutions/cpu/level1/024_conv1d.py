@@ -99,6 +99,44 @@ struct StridedB {
 };
 
 static inline long gemm_scratch_floats(long n) { return KC * ((n + NR - 1) / NR) * NR; }
+
+// B(p, j) = x[ic][j + kk] for p = ic * K + kk: every row of B is a contiguous slice of x.
+struct Conv1dB {
+    const float* x;
+    long L, K, n;
+    void operator()(long p0, long kc, float* Bp) const {
+        long panels = (n + NR - 1) / NR;
+        #pragma omp for schedule(static)
+        for (long q = 0; q < panels; ++q) {
+            long j0 = q * NR, w = n - j0 < NR ? n - j0 : NR;
+            for (long p = 0; p < kc; ++p) {
+                long pp = p0 + p;
+                const float* src = x + (pp / K) * L + pp % K + j0;
+                float* d = Bp + (q * kc + p) * NR;
+                for (long j = 0; j < w; ++j) d[j] = src[j];
+                for (long j = w; j < NR; ++j) d[j] = 0.0f;
+            }
+        }
+    }
+};
+
+extern "C" void conv1d(const float* x, const float* w, const float* b, float* y,
+                       long batch, long cin, long cout, long len, long ksize) {
+    long lout = len - ksize + 1, kdim = cin * ksize;
+    float* bp = (float*)malloc(sizeof(float) * gemm_scratch_floats(lout));
+    #pragma omp parallel
+    for (long n = 0; n < batch; ++n) {
+        float* yn = y + n * cout * lout;
+        gemm(cout, lout, kdim, w, kdim, 1, yn, lout, bp, Conv1dB{x + n * cin * len, len, ksize, lout});
+        #pragma omp for schedule(static)
+        for (long oc = 0; oc < cout; ++oc) {
+            float* row = yn + oc * lout;
+            #pragma omp simd
+            for (long t = 0; t < lout; ++t) row[t] += b[oc];
+        }
+    }
+    free(bp);
+}
 '''
 
 lib = load_c(SOURCE, {"conv1d": "const float*, const float*, const float*, float*, int64, int64, int64, int64, int64"})

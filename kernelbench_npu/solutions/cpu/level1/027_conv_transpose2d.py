@@ -100,6 +100,38 @@ struct StridedB {
 };
 
 static inline long gemm_scratch_floats(long n) { return KC * ((n + NR - 1) / NR) * NR; }
+
+extern "C" void conv_transpose2d(const float* x, const float* w, const float* b, float* y, long batch, long cin,
+                                 long h, long wd, long cout, long k, long oh, long ow, long stride, long pad) {
+    long rows = cout * k * k, npix = h * wd;
+    float* bp = (float*)malloc(sizeof(float) * gemm_scratch_floats(npix));
+    float* cols = (float*)malloc(sizeof(float) * rows * npix);
+    #pragma omp parallel
+    for (long n = 0; n < batch; ++n) {
+        // cols[i][pix] = sum_ic W[ic][i] x[ic][pix], i = (oc, kh, kw): A(i, p) = w[p * rows + i]
+        gemm(rows, npix, cin, w, 1, rows, cols, npix, bp, StridedB{x + n * cin * npix, npix, 1, npix});
+        #pragma omp for schedule(static)
+        for (long oc = 0; oc < cout; ++oc) {
+            float* plane = y + (n * cout + oc) * oh * ow;
+            for (long i = 0; i < oh * ow; ++i) plane[i] = b[oc];
+            for (long kh = 0; kh < k; ++kh)
+                for (long kw = 0; kw < k; ++kw) {
+                    const float* src = cols + ((oc * k + kh) * k + kw) * npix;
+                    for (long ih = 0; ih < h; ++ih) {
+                        long orow = ih * stride - pad + kh;
+                        if (orow < 0 || orow >= oh) continue;
+                        float* dst = plane + orow * ow;
+                        for (long iw = 0; iw < wd; ++iw) {
+                            long ocol = iw * stride - pad + kw;
+                            if (ocol >= 0 && ocol < ow) dst[ocol] += src[ih * wd + iw];
+                        }
+                    }
+                }
+        }
+    }
+    free(cols);
+    free(bp);
+}
 '''
 
 lib = load_c(SOURCE, {"conv_transpose2d": "const float*, const float*, const float*, float*, int64, int64, int64, "
