@@ -18,6 +18,7 @@ QUICK_ARGS = {
     "verify_speed": ["--repeats", "1", "--rounds", "10"],
     "lake_scale": ["--sizes", "10000,100000"],
     "report_scale": ["--attempts", "20000"],
+    "known_good_speedups": ["--rounds", "10", "--tasks", "L1/001_relu,L1/013_softmax,L2/001_gemm_bias_relu"],
 }
 
 
