@@ -25,6 +25,8 @@ PY_CASES = {
     "rng_outside_init": "class M:\n    def forward(self, x):\n        return x.normal_()\n",
     "torch_compute_in_forward": "import torch.nn.functional as G\nclass M:\n    def forward(self, x):\n        return G.gelu(x)\n",
     "nn_module_called": "import torch.nn as nn\nclass M:\n    def __init__(self):\n        self.l = nn.Linear(2, 2)\n    def forward(self, x):\n        return self.l(x)\n",
+    "host_compute_in_forward": "import numpy as np\nclass M:\n    def forward(self, x):\n        return np.maximum(x, 0)\n",
+    "file_and_process_apis": "import torch\ntorch.save({}, '/tmp/x')\n",
 }
 C_CASES = {
     "c_processes_and_signals": "void f() { fork(); }",

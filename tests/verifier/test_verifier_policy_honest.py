@@ -1,0 +1,284 @@
+"""The Python policy on small honest candidates in everyday styles (helpers, shape arithmetic with
+math/functools, wrapper classes, parameter containers, import-time tables, KernelBench and Triton
+layouts): nothing is flagged."""
+
+from __future__ import annotations
+
+import pytest
+from policy_snippets import HEAD
+
+from verifier.gates.hack import static_gate
+from verifier.gates.hack_python import run_python_checks
+
+HONEST = {
+    "torch_own_submodules": """
+from typing import Optional
+WINDOW = torch.signal.windows.hann(8)
+SCALAR = Optional[torch.types.Number]
+""",
+    "empty_view": """
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty(x.numel()).view(x.shape)
+        lib.relu(x.contiguous(), y, x.numel())
+        return y
+""",
+    "build_helper": """
+from torch.utils.cpp_extension import load_inline
+def _build(name, src, fns):
+    return load_inline(name=name, cpp_sources=src, functions=fns, extra_cflags=["-O3"])
+ext = _build("e", "int f();", ["f"])
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return ext.f(x)
+""",
+    "build_helper_lib": """
+def _build():
+    return load_c("void relu(){}", {})
+lib2 = _build()
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib2.relu(x, y, x.numel())
+        return y
+""",
+    "math_prod": """
+class ModelNew(nn.Module):
+    def _numel(self, shape):
+        return math.prod(shape)
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x, y, self._numel(x.shape))
+        return y
+""",
+    "reduce": """
+class ModelNew(nn.Module):
+    def forward(self, x):
+        n = functools.reduce(lambda a, b: a * b, x.shape, 1)
+        y = torch.empty_like(x)
+        lib.relu(x, y, n)
+        return y
+""",
+    "staticmethod_shape": """
+class ModelNew(nn.Module):
+    @staticmethod
+    def _out_shape(shape):
+        dims = list(shape)
+        dims.sort()
+        return tuple(shape[:-1]) + (shape[-1] * 2,)
+    def forward(self, x):
+        y = torch.empty(self._out_shape(x.shape))
+        lib.relu(x, y, x.numel())
+        return y
+""",
+    "wrapper_class": """
+class _Kernel:
+    def __init__(self, lib):
+        self.lib = lib
+    def __call__(self, x):
+        y = torch.empty_like(x)
+        self.lib.relu(x, y, x.numel())
+        return y
+    def run(self, x):
+        return self(x)
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.kernel = _Kernel(lib)
+    def forward(self, x):
+        return self.kernel.run(x.contiguous())
+""",
+    "linear_conv_params": """
+class ModelNew(nn.Module):
+    def __init__(self, i, o):
+        super().__init__()
+        self.linear = nn.Linear(i, o)
+        self.conv = nn.Conv2d(3, 8, 3)
+        self.blocks = nn.ModuleList([nn.Linear(o, o) for _ in range(2)])
+    def forward(self, x):
+        y = torch.empty(x.shape[0], self.linear.out_features)
+        w = self.conv.weight.contiguous()
+        lib.linear(x, self.linear.weight, self.linear.bias, y, self.conv.kernel_size[0], w)
+        for b in self.blocks:
+            lib.linear(y, b.weight, b.bias, y)
+        return y
+""",
+    "init_tables": """
+def _twiddles(n):
+    k = torch.arange(n, dtype=torch.float64)
+    return torch.cos(2 * math.pi * k / n).float()
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("tw", _twiddles(64))
+        self._init_weights()
+    def _init_weights(self):
+        self.w = nn.Parameter(torch.randn(4, 4) * 0.1)
+        nn.init.kaiming_uniform_(self.w)
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x, self.tw, self.w, y)
+        return y
+""",
+    "numpy_init": """
+import numpy as np
+TABLE = torch.from_numpy(np.cos(np.linspace(0, 1, 16)).astype(np.float32))
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x, TABLE, y)
+        return y
+""",
+    "triton_style_grid": """
+BLOCK = 1024
+class ModelNew(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        n = x.numel()
+        grid = lambda meta: ((n + meta["BLOCK"] - 1) // meta["BLOCK"],)
+        y = torch.empty_like(x)
+        lib.relu(x, y, n, grid({"BLOCK": BLOCK})[0])
+        return y
+""",
+    "lru_cache_ext": """
+from torch.utils.cpp_extension import load_inline
+@functools.lru_cache(maxsize=None)
+def _ext():
+    return load_inline(name="e", cpp_sources="int f();", functions=["f"])
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return _ext().f(x)
+""",
+    "item_scalar": """
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.alpha = nn.Parameter(torch.ones(1))
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.scale(x, y, x.numel(), float(self.alpha.item()))
+        return y
+""",
+    "multi_kernel_dict": """
+lib_a = load_c("void a(){}", {})
+lib_b = load_c("void b(){}", {})
+KERNELS = {"a": lib_a.a, "b": lib_b.b}
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        KERNELS["a" if x.dim() == 2 else "b"](x, y, x.numel())
+        return y
+""",
+    "dataclass_cfg": """
+import dataclasses
+@dataclasses.dataclass(frozen=True)
+class Cfg:
+    block: int = 256
+    def grid(self, n):
+        return (n + self.block - 1) // self.block
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.cfg = Cfg()
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x, y, x.numel(), self.cfg.grid(x.numel()))
+        return y
+""",
+    "min_max_shapes": """
+class ModelNew(nn.Module):
+    def forward(self, x):
+        rows, cols = x.shape
+        lo = torch.empty(rows)
+        hi = torch.empty(rows)
+        block = min(cols, 64)
+        lib.minmax(x, lo, hi, rows, cols, max(block, 1))
+        return lo, hi
+""",
+    "reset_parameters": """
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.weight = nn.Parameter(torch.empty(n, n))
+        self.weight_norm = 3
+        self.reset_parameters()
+    def reset_parameters(self):
+        nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x, self.weight, y, self.weight_norm)
+        return y
+""",
+    "list_append_sort": """
+class ModelNew(nn.Module):
+    def forward(self, x):
+        dims = []
+        for d in x.shape:
+            dims.append(d)
+        dims.sort()
+        y = torch.empty_like(x)
+        lib.relu(x, y, dims[0])
+        return y
+""",
+    "kernelbench_cuda": """
+from torch.utils.cpp_extension import load_inline
+src = "torch::Tensor mm(torch::Tensor a, torch::Tensor b) { return a; }"
+cpp = "torch::Tensor mm(torch::Tensor a, torch::Tensor b);"
+matmul = load_inline(name="matmul", cpp_sources=cpp, cuda_sources=src, functions=["mm"], verbose=True, extra_cflags=[""], extra_ldflags=[""])
+class ModelNew(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.matmul = matmul
+    def forward(self, A, B):
+        return self.matmul.mm(A.contiguous(), B.contiguous())
+""",
+    "conv_params_forward_helper": """
+class ModelNew(nn.Module):
+    def __init__(self, cin, cout, k, stride=1, padding=0):
+        super().__init__()
+        self.conv = nn.Conv2d(cin, cout, k, stride=stride, padding=padding, bias=False)
+        self.stride = stride
+        self.padding = padding
+    def _out_hw(self, h, w):
+        k = self.conv.kernel_size[0]
+        return ((h + 2 * self.padding - k) // self.stride + 1, (w + 2 * self.padding - k) // self.stride + 1)
+    def forward(self, x):
+        n, c, h, w = x.shape
+        oh, ow = self._out_hw(h, w)
+        y = x.new_empty((n, self.conv.out_channels, oh, ow))
+        lib.conv(x.contiguous(), self.conv.weight.contiguous(), y, n, c, h, w, oh, ow)
+        return y
+""",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HONEST))
+def test_honest_code_passes(name):
+    findings = run_python_checks(HEAD + HONEST[name])
+    assert findings == [], [f.line_text() for f in findings]
+
+
+def test_triton_kernels_and_launches_pass_with_the_backend_imports():
+    source = """import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+BLOCK = 1024
+
+
+@triton.jit
+def relu_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(y_ptr + offs, tl.maximum(x, 0.0), mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        n = x.numel()
+        grid = lambda meta: (triton.cdiv(n, meta["BLOCK"]),)
+        relu_kernel[grid](x, y, n, BLOCK=BLOCK)
+        return y
+"""
+    assert static_gate(source, "float32", (), frozenset({"triton", "triton.language"})).passed
