@@ -16,6 +16,7 @@ from importlib.util import find_spec
 QUICK_ARGS = {
     "build_speed": [],
     "verify_speed": ["--repeats", "1", "--rounds", "10"],
+    "isolation_cost": ["--repeats", "5"],
     "lake_scale": ["--sizes", "10000,100000"],
     "report_scale": ["--attempts", "20000"],
     "known_good_speedups": ["--rounds", "10", "--tasks", "L1/001_relu,L1/013_softmax,L2/001_gemm_bias_relu"],

@@ -84,7 +84,7 @@ def bench_verify(repeats: int, rounds: int) -> dict:
                     verdict = verify(task, candidate, "cpu", settings)
                     total = time.perf_counter() - start
                     assert verdict.passed, verdict.feedback
-                    rows[mode].append({"total": total, **per_gate(verdict), "build": verdict.extra["compile_s"],
+                    rows[mode].append({"total": total, **per_gate(verdict), "build": verdict.facts.compile_s,
                                        "speedup": verdict.latency.speedup})
         out[name] = {mode: {k: statistics.median(r[k] for r in runs) for k in runs[0]} for mode, runs in rows.items()}
     return out

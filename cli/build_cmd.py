@@ -27,7 +27,7 @@ def parse_levels(text: str) -> tuple[int, ...]:
 def register(app: typer.Typer) -> None:
     @app.command("build")
     def build(
-        backend: str = typer.Option("cpu", "--backend", help="cpu | cuda | triton | ascendc"),
+        backend: str = typer.Option("cpu", "--backend", help="cpu | cuda | triton | ascendc | triton-ascend"),
         source: Optional[List[Path]] = typer.Option(None, "--source", help="a KernelBench checkout or folder of problems (repeatable)"),
         levels: str = typer.Option("1,2,3", "--levels", help="comma-separated levels, e.g. 1,2"),
         out: Optional[Path] = typer.Option(None, "--out", help="build directory (default runs/build-<backend>)"),

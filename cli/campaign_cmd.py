@@ -42,7 +42,7 @@ def run_campaign_cli(**kwargs) -> dict:
 
     apply_prefect_defaults()
     from evokernel.agent.progress import listen
-    from evokernel.agent.runtime import CampaignError
+    from evokernel.agent.runtime import CampaignError, campaign_backend
     from cli.progress_bar import CampaignProgress
     from evokernel.config import ConfigError, load_settings
     from evokernel.llm.errors import LLMError
@@ -54,8 +54,8 @@ def run_campaign_cli(**kwargs) -> dict:
         settings = load_settings(kwargs["config_file"], **{**(kwargs.get("settings_overrides") or {}),
                                  "build": kwargs["build"], "lake": kwargs["lake"], "llm": kwargs["llm"],
                                  "method": kwargs["method"], "budget": kwargs["budget"]})
-        load_build(kwargs["build"])
-    except (ConfigError, BuildError) as exc:
+        campaign_backend(settings, load_build(kwargs["build"]))
+    except (ConfigError, BuildError, CampaignError) as exc:
         fail(str(exc).splitlines()[0])
     params = {k: (str(v) if isinstance(v, Path) else v) for k, v in kwargs.items()}
     params["report_out"] = params.pop("report")

@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "backends_cmd",
     "campaign_cmd",
     "demo_cmd",
+    "toolchain_cmd",
 )
 
 for _name in COMMAND_MODULES:

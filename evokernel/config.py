@@ -29,7 +29,7 @@ class Settings(BaseSettings):
     reports: Path = Path("runs/reports")
 
     # what to run
-    backend: str = "cpu"
+    backend: str | None = None  # None: the build's; a campaign refuses a build of another backend
     llm: str = "scripted:demo"
     method: Method = "evokernel"
 

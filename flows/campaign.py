@@ -2,11 +2,11 @@
 
 Tasks run in waves: consecutive tasks of the same level, up to ``parallel_tasks`` at a time, are
 submitted to the flow's task runner (threads by default, Dask for a cluster); levels stay in order,
-so level 1's memory is there before level 2 starts. Each task is one Prefect task that opens its
-own runtime (tasks/campaign.py) and runs one nested Prefect task per (task, iteration) step, whose
-LLM call and verification are nested tasks with their own retry rules. Resumable: rerun with the
-same campaign id to continue from what the lake holds. No Prefect server is needed (ephemeral API)
-unless PREFECT_API_URL is set.
+so level 1's memory is there before level 2 starts. Each benchmark task is one Prefect task
+(tasks/campaign.py) whose LLM calls and verifications are nested tasks; every task in this process
+shares the flow's runtime (evokernel.agent.runtime.runtime_for), a Dask worker opens its own once.
+Resumable: rerun with the same campaign id to continue from what the lake holds. No Prefect server
+is needed (ephemeral API) unless PREFECT_API_URL is set.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from evokernel.agent.campaign import plan_tasks, record_campaign
 from evokernel.agent.progress import ProgressEvent, emit
-from evokernel.agent.runtime import open_runtime
+from evokernel.agent.runtime import close_runtime, runtime_for
 from evokernel.config import Settings, load_settings
 from kernelbench_npu.spec import TaskSpec
 from tasks.campaign import run_campaign_task
@@ -59,7 +59,7 @@ def campaign(build: str, lake: str, llm: str, method: str = "evokernel", budget:
              settings_overrides: dict[str, Any] | None = None) -> dict[str, Any]:
     logger = get_run_logger()
     settings = campaign_settings(config_file, build, lake, llm, method, budget, settings_overrides)
-    runtime = open_runtime(settings, campaign_id)  # creates the lake if new; refuses a mismatched resume
+    runtime = runtime_for(settings, campaign_id)  # creates the lake if new; refuses a mismatched resume
     ctx = runtime.ctx
     try:
         specs = plan_tasks(runtime.build, tasks or (), order)
@@ -74,7 +74,7 @@ def campaign(build: str, lake: str, llm: str, method: str = "evokernel", budget:
             summaries += [future.result() for future in futures]
         record_campaign(ctx, runtime.build, "finished")
     finally:
-        ctx.lake.close()  # release the resident DuckDB connection before the flow returns
+        close_runtime(runtime)  # release the lake's connection before the flow returns
     report = _report(settings.lake, report_out, ctx.campaign_id) if report_out else None
     emit(ProgressEvent("campaign-end", ctx.campaign_id))
     return {"campaign_id": ctx.campaign_id, "tasks": summaries, "report": report}

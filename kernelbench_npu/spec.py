@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-BACKENDS = ("cpu", "cuda", "triton", "ascendc")
+BACKENDS = ("cpu", "cuda", "triton", "ascendc", "triton-ascend")
 LINT_OK = "ok"
 LINT_QUARANTINED = "quarantined"
 
@@ -30,7 +30,7 @@ class TaskSpec:
     level: int
     category: str
     name: str
-    variant: str  # backend name: cpu | cuda | triton | ascendc
+    variant: str  # backend name: cpu | cuda | triton | ascendc | triton-ascend
     dtype: str  # torch dtype name, e.g. "float32"
     source: str  # the adapted problem file (KernelBench format: Model, get_inputs, get_init_inputs)
     source_sha256: str

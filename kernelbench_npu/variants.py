@@ -4,6 +4,7 @@
   one reference forward is ~4 ms (problems estimated at <= 20 ms keep their sizes); fp32.
 - ``ascendc`` (the NPU variant): the original sizes; fp32, optionally fp16; alignment to the NPU's
   32-byte blocks is recorded per task (``notes``), never padded away: tails are part of the task.
+  ``triton-ascend`` (Triton kernels for the same NPU) uses the same profile.
 - ``cuda``, ``triton``: the original sizes; fp32 (fp16/bf16 optional).
 
 Lint always runs the reference on *this* machine's CPU. For the original-size variants that is a
@@ -21,6 +22,7 @@ DTYPE_ALIASES = {"fp32": "float32", "float32": "float32", "fp16": "float16", "fl
                  "half": "float16", "bf16": "bfloat16", "bfloat16": "bfloat16"}
 _SHORT = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 MiB = 1 << 20
+_NPU_BACKENDS = ("ascendc", "triton-ascend")  # the NPU size profile: original sizes, 32-byte alignment notes
 
 
 class VariantError(ValueError):
@@ -47,6 +49,7 @@ class Variant:
 _SUPPORTED_DTYPES = {
     "cpu": ("float32", "float16", "bfloat16"),
     "ascendc": ("float32", "float16"),
+    "triton-ascend": ("float32", "float16"),
     "cuda": ("float32", "float16", "bfloat16"),
     "triton": ("float32", "float16", "bfloat16"),
 }
@@ -64,7 +67,7 @@ def variant_for(backend: str, dtypes: tuple[str, ...] | list[str] | None = None)
     if backend == "cpu":
         return Variant(backend, names, "cpu-2core", 4.0, 20.0, None,
                        "cpu-2core: the scaled reference on this CPU", 250.0, 256 * MiB, 60.0)
-    return Variant(backend, names, "original", None, None, 32 if backend == "ascendc" else None,
+    return Variant(backend, names, "original", None, None, 32 if backend in _NPU_BACKENDS else None,
                    f"cpu-proxy: {backend} sizes, reference run on this CPU with a larger budget",
                    5000.0, 2048 * MiB, 180.0)
 

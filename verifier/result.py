@@ -34,6 +34,19 @@ class LatencyResult:
 
 
 @dataclass(frozen=True)
+class SessionFacts:
+    """How a verification ran (not what it found): for logs, reports and tests."""
+
+    seed: int | None = None  # the secret master seed, revealed after the verdict
+    compile_cached: bool = False
+    compile_s: float = 0.0
+    seccomp: bool = False  # the no-exec/no-signal filter was on while candidate code ran
+    seccomp_off_reason: str = ""  # why not, when the backend must start processes (see Backend)
+    skipped_trials: int = 0  # correctness trials whose reference is non-finite for that distribution
+    isolation: str = ""  # how the sandbox processes were confined (e.g. "landlock abi 7, uid 64000")
+
+
+@dataclass(frozen=True)
 class Verdict:
     task_id: str
     backend: str
@@ -42,7 +55,9 @@ class Verdict:
     latency: LatencyResult | None = None
     feedback: str = ""  # the structured text an LLM gets back
     infrastructure_error: str = ""  # non-empty: the verifier itself failed (retryable), not the candidate
-    extra: dict = field(default_factory=dict, compare=False)
+    seconds: float = 0.0  # wall clock of the whole verification, static checks to the last gate
+    facts: SessionFacts = field(default_factory=SessionFacts, compare=False)
+    warnings: tuple[str, ...] = ()  # for the user, not the LLM: e.g. "isolation unavailable: <why>"
 
     @property
     def passed(self) -> bool:
@@ -76,4 +91,5 @@ class Verdict:
             ],
             "latency": asdict(self.latency) if self.latency else None,
             "feedback": self.feedback,
+            "warnings": list(self.warnings),
         }

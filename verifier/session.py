@@ -1,29 +1,36 @@
-"""One verification after the static checks: drives the sandbox child and the reference worker
-through the compile, correctness and latency phases and turns their reports into gate results.
+"""One verification after the static checks: the gate loop over the sandbox child's typed reports.
 
-Which phases run comes from the :class:`~verifier.gate_plan.GatePlan`: a gate the backend cannot
-run here is appended as "<gate> unavailable here: ..." (failed) and the phases after it that can
-run still do; the reference worker starts only when correctness runs.
+:func:`Session.run_gates` is the whole procedure: for compile, correctness and latency in order,
+run the gate's phase if the :class:`~verifier.gate_plan.GatePlan` says it runs here, otherwise
+record "<gate> unavailable here: ..." and go on; stop at the first real failure. Each phase reads
+the messages it expects (verifier.sandbox.messages, parsed once by the channel) and returns a
+:class:`GateResult`; a runtime integrity violation comes back as a failed "hack" gate, which
+replaces the static verdict. The reference worker (started only when correctness runs) computes
+the reference outputs from the same secret seed while the candidate compiles.
 
-Phase deadlines: compile gets ``compile_timeout_s`` (plus interpreter start-up), everything after
-shares ``timeout_s``. A child that dies or stops answering fails the gate of the phase it was in
-with its exit reason; a reference worker that fails is an infrastructure error.
+Deadlines: compile gets ``compile_timeout_s`` (plus interpreter start-up); loading the candidate
+gets ``timeout_s``; correctness and latency share one ``timeout_s``. A child that dies or stops
+answering fails the gate of its phase with its exit reason; a reference worker that fails is an
+infrastructure error (retryable), never the candidate's fault.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from kernelbench_npu.spec import TaskSpec
-from verifier.gate_plan import GatePlan
-from verifier.gates import compile as compile_gate_mod
-from verifier.gates.correctness import SKIPPED, Tolerance, TrialOutputs, compare_trial, correctness_gate
+from verifier.gate_plan import GatePlan, is_unavailable
+from verifier.gates import compile as compile_gate
+from verifier.gates.correctness import Tolerance, check_trials
 from verifier.gates.hack import runtime_failure
+from verifier.gates.hack_build import policy_gate
 from verifier.gates.latency import latency_gate, summarise, validate_times
-from verifier.result import GateResult, LatencyResult
-from verifier.sandbox.channel import ChannelClosed, ChannelError, ChannelTimeout, Message
+from verifier.result import GateResult, LatencyResult, SessionFacts
+from verifier.sandbox import messages as msg
+from verifier.sandbox.channel import ChannelClosed, ChannelError, ChannelTimeout
 from verifier.sandbox.runner import SandboxProcess, deadline_in
 from verifier.settings import VerifySettings
 
@@ -35,42 +42,89 @@ class InfrastructureError(RuntimeError):
     """The verifier itself failed (retryable); never the candidate's fault."""
 
 
-class _Stop(Exception):
-    """A gate failed: carries the gates so far."""
+class _Failed(Exception):
+    """A phase ended with a failed gate (carried), e.g. a timeout or a candidate error."""
 
     def __init__(self, gate: GateResult) -> None:
         self.gate = gate
 
 
+@dataclass(frozen=True)
+class Secrets:
+    """Per-verification secrets, never shown to the candidate before it has answered."""
+
+    init_seed: int
+    input_seed: int
+    child_nonce: str
+    reference_nonce: str
+
+
+@dataclass(frozen=True)
+class SessionResult:
+    gates: tuple[GateResult, ...]
+    latency: LatencyResult | None
+    facts: SessionFacts
+
+
 class Session:
     def __init__(self, task: TaskSpec, candidate_source: str, backend: str, settings: VerifySettings,
-                 workdir: Path, init_seed: int, input_seed: int, nonces: tuple[str, str],
-                 plan: GatePlan | None = None, task_source: str | None = None) -> None:
-        self.task, self.settings, self.workdir = task, settings, workdir
-        self.plan = plan or GatePlan(frozenset(("hack", "compile", "correctness", "latency")))
-        common = {"task_source": task.source if task_source is None else task_source, "init_seed": init_seed, "input_seed": input_seed,
-                  "correctness_trials": settings.correctness_trials, "threads": settings.threads}
-        self.ref_cfg = {**common, "nonce": nonces[0]}
-        self.child_cfg = {**common, "nonce": nonces[1], "candidate_source": candidate_source, "backend": backend,
-                          "gates": sorted(self.plan.runnable), "cache_dir": str(settings.cache_dir), "atol": task.atol, "rtol": task.rtol,
-                          **{k: getattr(settings, k) for k in (
-                              "compile_timeout_s", "timeout_s", "latency_rounds", "calls_per_round",
-                              "warmup_calls", "memory_limit_mb", "file_size_limit_mb")}}
+                 workdir: Path, secrets: Secrets, plan: GatePlan, task_source: str,
+                 backend_context: dict[str, str] | None = None) -> None:
+        self.settings, self.workdir, self.plan = settings, workdir, plan
+        trials = msg.TrialSpec(task_source=task_source, dtype=task.dtype, init_seed=secrets.init_seed,
+                               input_seed=secrets.input_seed, correctness_trials=settings.correctness_trials,
+                               threads=settings.threads)
+        self.ref_config = msg.ReferenceConfig(nonce=secrets.reference_nonce, workdir=str(workdir / "reference"),
+                                              trials=trials)
+        self.child_config = msg.ChildConfig(
+            nonce=secrets.child_nonce, workdir=str(workdir / "child"), trials=trials,
+            candidate_source=candidate_source, backend=backend, gates=tuple(sorted(plan.runnable)),
+            cache_dir=str(settings.cache_dir), atol=task.atol, rtol=task.rtol,
+            backend_context=tuple(sorted((backend_context or {}).items())),
+            compile_timeout_s=settings.compile_timeout_s, timeout_s=settings.timeout_s,
+            latency_rounds=settings.latency_rounds, calls_per_round=settings.calls_per_round,
+            warmup_calls=settings.warmup_calls, memory_limit_mb=settings.memory_limit_mb,
+            file_size_limit_mb=settings.file_size_limit_mb,
+            disabled_checks=tuple(settings.disabled_checks))
         self.tol = Tolerance(task.atol, task.rtol, settings.trivial_margin)
         self.child: SandboxProcess | None = None
         self.ref: SandboxProcess | None = None
         self.ref_thread: threading.Thread | None = None
-        self.references: dict[int, TrialOutputs] = {}
+        self.references: dict[int, msg.ReferenceOutputs] = {}
         self.ref_error = ""
-        self.extra: dict = {}
+        self.facts = SessionFacts()
+        self.compile_report: msg.CompileReport | None = None  # artifact hashes for the compile cache
+        self.latency: LatencyResult | None = None
+        self.runtime_deadline = 0.0
+
+    # ---- the gate loop -----------------------------------------------------------------------
+    def run_gates(self, hack: GateResult) -> SessionResult:
+        self.start()
+        gates = [hack]
+        for name, phase in (("compile", self._compile), ("correctness", self._correctness),
+                            ("latency", self._latency)):
+            if name != "compile" and not self.plan.runs(name):  # compile's phase also loads ModelNew
+                gates.append(self.plan.unavailable(name))
+                continue
+            try:
+                gate = phase()
+            except _Failed as failed:
+                gate = failed.gate
+            if gate.name == "hack":  # a runtime integrity violation replaces the static verdict
+                gates[0] = gate
+                break
+            gates.append(gate)
+            if not gate.passed and not is_unavailable(gate):
+                break
+        return SessionResult(tuple(gates), self.latency if gates[-1].name == "latency" else None, self.facts)
 
     # ---- processes ---------------------------------------------------------------------------
     def start(self) -> None:
         self.settings.cache_dir.mkdir(parents=True, exist_ok=True)
         threads = self.settings.threads
         if self.plan.runs("correctness"):
-            self.ref = SandboxProcess("verifier.sandbox.reference_worker", self.ref_cfg, self.workdir / "reference", threads)
-        self.child = SandboxProcess("verifier.sandbox.child", self.child_cfg, self.workdir / "child", threads)
+            self.ref = SandboxProcess("verifier.sandbox.reference_worker", self.ref_config, threads)
+        self.child = SandboxProcess("verifier.sandbox.child", self.child_config, threads)
         if self.ref is not None:
             self.ref_thread = threading.Thread(target=self._collect_references, daemon=True)
             self.ref_thread.start()
@@ -78,13 +132,10 @@ class Session:
     def _collect_references(self) -> None:
         deadline = deadline_in(STARTUP_S + self.settings.timeout_s + self.settings.compile_timeout_s)
         try:
-            while True:
-                msg = self.ref.read(deadline)
-                if msg.kind == "done":
-                    return
-                h = msg.header
-                self.references[int(h["index"])] = TrialOutputs(int(h["index"]), "", tuple(h["dtypes"]),
-                                                                tuple(msg.arrays), tuple(h.get("trivial", ())))
+            while not isinstance(message := self.ref.receive(deadline), msg.ReferenceDone):
+                if not isinstance(message, msg.ReferenceOutputs):
+                    raise ChannelError(f"unexpected {message.KIND} message from the reference worker")
+                self.references[message.index] = message
         except ChannelError as exc:
             reason = self.ref.exit_reason() if isinstance(exc, ChannelClosed) else str(exc)
             self.ref_error = f"reference worker failed: {reason}\n{self.ref.log_tail()}"
@@ -106,135 +157,84 @@ class Session:
         for proc in procs:
             proc.close()
 
-    # ---- phases ------------------------------------------------------------------------------
-    def run(self, hack: GateResult) -> tuple[list[GateResult], LatencyResult | None, dict]:
-        self.start()
-        gates: list[GateResult] = [hack]
+    def _await(self, expected: type, gate: str, phase: str, deadline: float, start: float):
+        """The child's next message, which must be ``expected``; anything else ends the phase."""
+        seconds = lambda: time.perf_counter() - start  # noqa: E731
         try:
-            gates.append(self._compile_phase())
-            if not self.plan.runs("correctness"):
-                gates += [self.plan.unavailable("correctness"), self.plan.unavailable("latency")]
-                return gates, None, self.extra
-            runtime_deadline = deadline_in(self.settings.timeout_s)
-            gates.append(self._correctness_phase(runtime_deadline))
-            if not self.plan.runs("latency"):
-                self.child.send({"kind": "stop"})
-                return gates + [self.plan.unavailable("latency")], None, self.extra
-            latency_gate_result, latency = self._latency_phase(runtime_deadline)
-            gates.append(latency_gate_result)
-            return gates, latency, self.extra
-        except _Stop as stop:
-            if stop.gate.name == "hack":  # a runtime integrity violation replaces the static verdict
-                gates[0] = stop.gate
-            else:
-                gates.append(stop.gate)
-            return gates, None, self.extra
-
-    def _read(self, deadline: float, gate: str, phase: str, start: float) -> Message:
-        try:
-            return self.child.read(deadline)
+            message = self.child.receive(deadline)
         except ChannelTimeout:
             self.child.kill()
-            raise _Stop(GateResult(gate, False, f"timed out during {phase} (infinite loop or far too slow?)",
-                                   time.perf_counter() - start)) from None
+            raise _Failed(GateResult(gate, False, f"timed out during {phase} (infinite loop or far too slow?)",
+                                     seconds())) from None
         except ChannelClosed:
-            reason = self.child.exit_reason()
-            raise _Stop(GateResult(gate, False, f"{reason} during {phase}", time.perf_counter() - start,
-                                   detail=self.child.log_tail())) from None
+            raise _Failed(GateResult(gate, False, f"{self.child.exit_reason()} during {phase}", seconds(),
+                                     detail=self.child.log_tail())) from None
         except ChannelError as exc:
             self.child.kill()
-            raise _Stop(GateResult("hack", False, f"runtime integrity: {exc}", time.perf_counter() - start)) from None
+            raise _Failed(GateResult("hack", False, f"runtime integrity: {exc}", seconds())) from None
+        if isinstance(message, msg.IntegrityViolation):
+            raise _Failed(runtime_failure(message.reason, seconds()))
+        if isinstance(message, msg.CandidateError):
+            last = message.error.splitlines()[-1] if message.error else "exception"
+            raise _Failed(GateResult(gate, False, f"forward raised {last}"[:300], seconds(), detail=message.error))
+        if not isinstance(message, expected):
+            raise _Failed(GateResult("hack", False, f"runtime integrity: unexpected {message.KIND} message "
+                                     f"during {phase}", seconds()))
+        return message
 
-    def _expect(self, msg: Message, gate: str, start: float) -> Message:
-        """Turn integrity/error reports into failed gates."""
-        if msg.kind == "integrity":
-            raise _Stop(runtime_failure(GateResult("hack", True, "", 0.0), str(msg.header.get("reason", "")),
-                                        str(msg.header.get("reason", "")), time.perf_counter() - start))
-        if msg.kind == "error":
-            error = str(msg.header.get("error", ""))
-            last = error.splitlines()[-1] if error else "exception"
-            raise _Stop(GateResult(gate, False, f"forward raised {last}"[:300], time.perf_counter() - start, detail=error))
-        return msg
-
-    def _compile_phase(self) -> GateResult:
+    # ---- phases ------------------------------------------------------------------------------
+    def _compile(self) -> GateResult:
+        """Build (where a compiler runs here), then import the candidate and construct ModelNew."""
         start = time.perf_counter()
         try:
-            report = self.child.read(deadline_in(STARTUP_S + self.settings.compile_timeout_s))
+            report = self.child.receive(deadline_in(STARTUP_S + self.settings.compile_timeout_s))
         except ChannelTimeout:
             self.child.kill()
-            raise _Stop(compile_gate_mod.failed(f"compile timed out after {self.settings.compile_timeout_s:.0f} s",
-                                                time.perf_counter() - start)) from None
+            return compile_gate.failed(f"compile timed out after {self.settings.compile_timeout_s:.0f} s",
+                                       time.perf_counter() - start)
         except ChannelError:
             raise InfrastructureError(f"sandbox failed before compiling: {self.child.exit_reason()}\n"
                                       f"{self.child.log_tail()}") from None
-        self.extra["compile_cached"] = bool(report.header.get("cached"))
-        self.extra["compile_s"] = float(report.header.get("seconds", 0.0))
-        if not report.header.get("ok"):
-            raise _Stop(compile_gate_mod.compile_gate(report.header, None, time.perf_counter() - start))
-        if not self.plan.runs("correctness"):  # the child stops after compiling: nothing to load here
-            return compile_gate_mod.compile_gate(report.header, None, time.perf_counter() - start)
-        load = self._read(deadline_in(self.settings.timeout_s), "compile", "import and construction of ModelNew", start)
-        gate = compile_gate_mod.compile_gate(report.header, load.header, time.perf_counter() - start)
-        self.extra["seccomp"] = bool(load.header.get("seccomp"))
-        if load.header.get("seccomp_off_reason"):
-            self.extra["seccomp_off_reason"] = str(load.header["seccomp_off_reason"])
-        if not gate.passed:
-            raise _Stop(gate)
-        return gate if self.plan.runs("compile") else self.plan.unavailable("compile")
+        if not isinstance(report, msg.CompileReport):
+            return runtime_failure(f"unexpected {report.KIND} message before the compile report", 0.0)
+        self.facts = replace(self.facts, compile_cached=report.cached, compile_s=report.seconds)
+        self.compile_report = report
+        if report.policy:  # build-policy findings on what was built: a hack failure
+            return policy_gate(list(report.policy), time.perf_counter() - start)
+        if not report.ok or not self.plan.runs("correctness"):  # without correctness the child stops here
+            return compile_gate.compile_gate(report, None, time.perf_counter() - start)
+        load = self._await(msg.LoadReport, "compile", "import and construction of ModelNew",
+                           deadline_in(self.settings.timeout_s), start)
+        self.facts = replace(self.facts, seccomp=load.seccomp, seccomp_off_reason=load.seccomp_off_reason)
+        gate = compile_gate.compile_gate(report, load, time.perf_counter() - start)
+        return gate if not gate.passed or self.plan.runs("compile") else self.plan.unavailable("compile")
 
-    def _correctness_phase(self, deadline: float) -> GateResult:
+    def _correctness(self) -> GateResult:
         start = time.perf_counter()
-        msg = self._expect(self._read(deadline, "correctness", "the correctness trials", start), "correctness", start)
-        candidates = self._trial_outputs(msg)
-        self.ref_thread.join(timeout=max(0.0, deadline - time.monotonic()))
-        checked = skipped = 0
-        for cand in candidates:
-            ref = self._reference(cand.index)
-            outcome = compare_trial(cand, TrialOutputs(cand.index, cand.distribution, ref.dtypes, ref.arrays, ref.trivial), self.tol)
-            if outcome == SKIPPED:
-                skipped += 1
-            elif outcome:
-                self.child.send({"kind": "stop"})
-                kind = "perturbed-input probe" if cand.distribution == "probe" else None
-                text = outcome if kind is None else f"{outcome} (output did not follow an in-place change of the input: replayed or cached result)"
-                raise _Stop(correctness_gate(text, time.perf_counter() - start, checked, skipped))
-            else:
-                checked += 1
-        self.extra["skipped_trials"] = skipped
-        return correctness_gate(None, time.perf_counter() - start, checked, skipped)
+        self.runtime_deadline = deadline_in(self.settings.timeout_s)  # shared with the latency phase
+        batch = self._await(msg.TrialBatch, "correctness", "the correctness trials", self.runtime_deadline, start)
+        self.ref_thread.join(timeout=max(0.0, self.runtime_deadline - time.monotonic()))
+        checks = check_trials(batch.trials, self._reference, self.tol)
+        self.facts = replace(self.facts, skipped_trials=checks.skipped)
+        return checks.gate(time.perf_counter() - start)
 
-    def _reference(self, index: int) -> TrialOutputs:
+    def _latency(self) -> GateResult:
+        start = time.perf_counter()
+        self.child.send(msg.Go())
+        timing = self._await(msg.Timing, "latency", "timing", self.runtime_deadline, start)
+        wall = time.perf_counter() - start
+        times, problem = validate_times(timing, self.settings.latency_rounds, self.settings.calls_per_round, wall)
+        if times is None:
+            return runtime_failure(problem, wall)
+        post = check_trials(timing.post, self._reference, self.tol)
+        if post.mismatch:
+            return runtime_failure("outputs after the timed loop are wrong (call-count drift or replay)", wall,
+                                   detail=post.mismatch)
+        self.latency = summarise(times, self.settings.bootstrap_resamples, self.settings.plausibility_bound)
+        return latency_gate(self.latency, time.perf_counter() - start)
+
+    def _reference(self, index: int) -> msg.ReferenceOutputs:
         ref = self.references.get(index)
         if ref is None:
             raise InfrastructureError(self.ref_error or "reference worker timed out")
         return ref
-
-    def _trial_outputs(self, msg: Message) -> list[TrialOutputs]:
-        outputs, arrays = [], list(msg.arrays)
-        try:
-            for meta in msg.header["trials"]:
-                count = len(meta["outputs"])
-                taken, arrays = arrays[:count], arrays[count:]
-                distribution = "probe" if meta["kind"] == "perturb" else str(meta["distribution"])
-                outputs.append(TrialOutputs(int(meta["index"]), distribution,
-                                            tuple(str(o["dtype"]) for o in meta["outputs"]), tuple(taken)))
-        except (KeyError, TypeError, ValueError):
-            raise _Stop(GateResult("hack", False, "runtime integrity: malformed result frame", 0.0)) from None
-        return outputs
-
-    def _latency_phase(self, deadline: float) -> tuple[GateResult, LatencyResult]:
-        start = time.perf_counter()
-        self.child.send({"kind": "go"})
-        msg = self._expect(self._read(deadline, "latency", "timing", start), "latency", start)
-        wall = time.perf_counter() - start
-        times, problem = validate_times(msg.header, self.settings.latency_rounds, wall)
-        if times is None:
-            raise _Stop(GateResult("hack", False, f"runtime integrity: {problem}", wall))
-        for cand in self._trial_outputs(msg):
-            ref = self._reference(cand.index)
-            outcome = compare_trial(cand, TrialOutputs(cand.index, cand.distribution, ref.dtypes, ref.arrays, ref.trivial), self.tol)
-            if outcome and outcome != SKIPPED:
-                raise _Stop(GateResult("hack", False, "runtime integrity: outputs after the timed loop are wrong "
-                                       "(call-count drift or replay)", wall, detail=outcome))
-        result = summarise(times, self.settings.bootstrap_resamples, self.settings.plausibility_bound)
-        return latency_gate(result, time.perf_counter() - start), result

@@ -1,8 +1,10 @@
 """A campaign: tasks of one build, one backend, one model and one method sharing one memory.
 
-The loop here is the Prefect-free core: :func:`run_task` drives steps until a budget is spent;
-``flows/campaign.py`` calls the same functions, one Prefect task per step. A campaign id names a
-campaign; running it again resumes from what the lake holds (see evokernel.agent.step).
+:func:`run_task` is the Prefect-free loop: resume the task's state, then per iteration prepare the
+step, call the LLM, verify the candidate and commit, until a budget is spent; then distil.
+``tasks/campaign.py`` runs the same line with the LLM call and the verification as Prefect tasks.
+A campaign id names a campaign; running it again resumes from what the lake holds (see
+evokernel.agent.step).
 """
 
 from __future__ import annotations
@@ -14,10 +16,14 @@ from typing import Callable, Sequence
 
 from evokernel.agent import rewards
 from evokernel.agent.context import AgentContext
+from evokernel.agent.distill import commit_distillation, distill_request
 from evokernel.agent.retrieval import sql
+from evokernel.agent.runtime import Runtime
 from evokernel.agent.state import StepOutcome, TaskState, replay
-from evokernel.agent.step import complete_attempt, outcome_from_row, run_step
+from evokernel.agent.step import candidate_code, commit_step, complete_attempt, outcome_from_row, prepare_step
+from evokernel.agent.verification import verify_candidate
 from kernelbench_npu.spec import Build, TaskSpec
+from verifier.result import Verdict
 
 
 @dataclass(frozen=True)
@@ -71,7 +77,7 @@ def resume_task(ctx: AgentContext, task: TaskSpec) -> TaskState:
         trace_id = complete_attempt(ctx, task, full)
         rows[-1] = {**rows[-1], "trace_item_id": trace_id}
     outcomes = [outcome_from_row(row, row["trace_item_id"]) for row in rows]
-    return replay(task.task_id, outcomes, ctx.policy)
+    return replay(task.task_id, outcomes, ctx.policy, replay_refine_stats(ctx))
 
 
 def replay_refine_stats(ctx: AgentContext) -> rewards.RunningStats:
@@ -91,17 +97,32 @@ def summarise(state: TaskState, stop_reason: str) -> TaskSummary:
     )
 
 
-def run_task(ctx: AgentContext, task: TaskSpec, stats: rewards.RunningStats,
-             on_step: Callable[[StepOutcome], None] | None = None,
-             step: Callable[..., object] | None = None) -> tuple[TaskSummary, rewards.RunningStats]:
-    """Run (or resume) a task until its budget is spent. ``step`` lets the flow wrap run_step."""
-    step = step or run_step
+def stop_reason(ctx: AgentContext, state: TaskState) -> str | None:
     settings = ctx.settings
+    return state.stop_reason(settings.budget, settings.max_tokens_per_task, settings.max_seconds_per_task)
+
+
+def verify_plan_candidate(runtime: Runtime, task: TaskSpec, code: str | None) -> Verdict | None:
+    """The verdict on an extracted candidate (None: the answer had no usable kernel)."""
+    if code is None:
+        return None
+    return verify_candidate(task, code, runtime.ctx.backend, runtime.verify_settings,
+                            runtime.ctx.settings.verify_concurrency)
+
+
+def run_task(runtime: Runtime, task: TaskSpec,
+             on_step: Callable[[StepOutcome], None] | None = None) -> TaskSummary:
+    """Run (or resume) a task until its budget is spent, then distil it (Prefect-free)."""
+    ctx = runtime.ctx
     state = resume_task(ctx, task)
-    while (reason := state.stop_reason(settings.budget, settings.max_tokens_per_task,
-                                       settings.max_seconds_per_task)) is None:
-        result = step(ctx, task, state, stats)
-        state, stats = state.after(result.outcome, ctx.policy), result.stats
+    while (reason := stop_reason(ctx, state)) is None:
+        plan = prepare_step(ctx, task, state)
+        completion = runtime.llm.complete(plan.request)
+        verdict = verify_plan_candidate(runtime, task, candidate_code(ctx, completion).code)
+        outcome = commit_step(ctx, plan, completion, verdict)
+        state = state.after(outcome, ctx.policy)
         if on_step:
-            on_step(result.outcome)
-    return summarise(state, reason), stats
+            on_step(outcome)
+    if ctx.policy.distills and (request := distill_request(ctx, task)) is not None:
+        commit_distillation(ctx, task, runtime.llm.complete(request))
+    return summarise(state, reason)

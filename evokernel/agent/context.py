@@ -1,23 +1,14 @@
-"""Everything one campaign's steps share: settings, the method policy, the lake, the LLM, the
-verifier entry point. ``generate`` and ``verify`` are injectable so the Prefect flow can wrap them
-as retryable tasks while the core stays Prefect-free."""
+"""What the steps of one campaign read: its id, settings, method policy, lake, model name and the
+backend's scaffold. Plain data and the lake; the LLM call and the verification are made by the
+loop that drives the steps (evokernel.agent.campaign, or the Prefect tasks), never injected here."""
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass
 
 from evokernel.agent.methods import MethodPolicy
 from evokernel.config import Settings
-from evokernel.llm.base import Completion, LLMRequest
-from kernelbench_npu.spec import TaskSpec
 from memory_lake import Lake
-from verifier.result import Verdict
-
-
-class VerifierInfrastructureError(RuntimeError):
-    """The verifier itself failed (not the candidate): retry the verification, never score it."""
 
 
 @dataclass(frozen=True)
@@ -30,9 +21,6 @@ class AgentContext:
     backend: str
     scaffold: str
     fence_language: str
-    generate: Callable[[LLMRequest], Completion]
-    verify: Callable[[TaskSpec, str], Verdict]
-    clock: Callable[[], float] = field(default=time.monotonic)
 
 
 def attempt_id_for(campaign_id: str, task_id: str, iteration: int) -> str:

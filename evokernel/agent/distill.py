@@ -1,7 +1,9 @@
 """After each task: the LLM distils experience summaries and best practices from its attempts.
 
-The distilled items join the shared memory with their own Q values (initial q_init), so later tasks
-can retrieve them. Idempotent per (campaign, task): a resumed campaign does not distil twice.
+The same straight line as a step: :func:`distill_request` (None when there is nothing to do), the
+LLM call by the driving loop, then :func:`commit_distillation`. The distilled items join the shared
+memory with their own Q values (initial q_init), so later tasks can retrieve them. Idempotent per
+(campaign, task): a resumed campaign does not distil twice.
 """
 
 from __future__ import annotations
@@ -11,25 +13,28 @@ from datetime import datetime, timezone
 
 from evokernel.agent.context import AgentContext
 from evokernel.agent.retrieval import sql
-from evokernel.llm.base import LLM, LLMRequest
+from evokernel.llm.base import Completion, LLMRequest
 from evokernel.prompts import AttemptSummary, build_distill_prompt, parse_distillation
 from kernelbench_npu.spec import TaskSpec
 from memory_lake import NewItem
 
 
-def distill_task(ctx: AgentContext, llm: LLM, task: TaskSpec) -> tuple[str, ...]:
-    """Distil the task's attempts into memory items; returns their ids (existing ones if done)."""
+def distill_request(ctx: AgentContext, task: TaskSpec) -> LLMRequest | None:
+    """The distillation request for a finished task; None if distilled already or never attempted."""
     params = {"campaign_id": ctx.campaign_id, "task_id": task.task_id}
-    existing = ctx.lake.query(sql("distilled_for_task"), params).to_pylist()
-    if existing:
-        return tuple(row["item_id"] for row in existing)
+    if ctx.lake.query(sql("distilled_for_task"), params).num_rows:
+        return None
     rows = ctx.lake.query(sql("task_attempts"), params).to_pylist()
     if not rows:
-        return ()
+        return None
     prompt = build_distill_prompt(task, [_summary(row) for row in rows])
-    completion = llm.complete(LLMRequest(system=prompt.system, prompt=prompt.user, task_id=task.task_id,
-                                         stage="distill", max_output_tokens=ctx.settings.llm_max_output_tokens,
-                                         temperature=ctx.settings.llm_temperature))
+    return LLMRequest(system=prompt.system, prompt=prompt.user, task_id=task.task_id, stage="distill",
+                      max_output_tokens=ctx.settings.llm_max_output_tokens, temperature=ctx.settings.llm_temperature)
+
+
+def commit_distillation(ctx: AgentContext, task: TaskSpec, completion: Completion) -> tuple[str, ...]:
+    """Record the call and store the distilled items; returns their ids."""
+    rows = ctx.lake.query(sql("task_attempts"), {"campaign_id": ctx.campaign_id, "task_id": task.task_id}).to_pylist()
     ctx.lake.append("llm_calls", [{
         "call_id": uuid.uuid4().hex, "campaign_id": ctx.campaign_id, "task_id": task.task_id,
         "purpose": "distill", "model": completion.model, "input_tokens": completion.input_tokens,

@@ -2,35 +2,24 @@
 
 Drafting retrieves every kind with Q1 (plus the backend's API templates); refining retrieves
 traces and best practices with Q2 plus the start point's children. A resumed step reuses the
-retrievals it already recorded, so nothing is retrieved (or recorded) twice.
+retrievals it already recorded, so nothing is retrieved (or recorded) twice. Every item shown in
+a prompt (retrieved, recorded, a child or the start point itself) is a memory_lake
+:class:`RetrievedItem`, with its current Q for the stage.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
 
 from evokernel.agent.context import AgentContext, seed_for
 from evokernel.agent.state import StartPoint, TaskState
 from kernelbench_npu.spec import TaskSpec
-from memory_lake import RetrievalRequest
+from memory_lake import RetrievalRequest, RetrievedItem
 
 _SQL = files("evokernel.agent") / "sql"
 CHILDREN_SHOWN = 3
-
-
-@dataclass(frozen=True)
-class ContextItem:
-    """A memory item in a prompt (memory_lake.RetrievedItem has the same attributes)."""
-
-    item_id: str
-    kind: str
-    title: str
-    body: str
-    code: str
-    q_value: float
 
 
 @lru_cache(maxsize=None)
@@ -53,12 +42,12 @@ def choose_start_point(ctx: AgentContext, state: TaskState, attempt_id: str) -> 
 
 
 def gather_context(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPoint | None,
-                   attempt_id: str) -> tuple[ContextItem, ...]:
+                   attempt_id: str) -> tuple[RetrievedItem, ...]:
     if not ctx.policy.uses_memory:
         return ()
     recorded = ctx.lake.query(sql("retrieved_for_attempt"), {"attempt_id": attempt_id}).to_pylist()
     if recorded:
-        return tuple(_context_item(row) for row in recorded)
+        return tuple(RetrievedItem(**row) for row in recorded)
     request = RetrievalRequest(
         attempt_id=attempt_id, task_id=task.task_id, task_text=f"{task.name} {task.category}\n{task.source}",
         category=task.category, backend=ctx.backend, stage=stage, n=ctx.settings.retrieval_n,
@@ -67,19 +56,24 @@ def gather_context(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPo
         kinds=None if stage == 1 else ("trace", "best_practice"), include_templates=stage == 1,
         exclude_item_ids=(start.item_id,) if start else (),
     )
-    return tuple(_context_item(item) for item in ctx.lake.retrieve(request))
+    return tuple(ctx.lake.retrieve(request))
 
 
-def children_of(ctx: AgentContext, start: StartPoint) -> tuple[ContextItem, ...]:
-    """The start point's refinements with their results ("observable child nodes")."""
-    rows = ctx.lake.query(sql("children_of"), {"parent_item_id": start.item_id, "limit": CHILDREN_SHOWN})
+def start_item(ctx: AgentContext, start: StartPoint, task_id: str) -> RetrievedItem:
+    """The start point as shown in the refine prompt, with its current Q2."""
+    q2 = ctx.lake.current_q([start.item_id], 2).get(start.item_id, ctx.settings.q_init)
+    return RetrievedItem(item_id=start.item_id, kind="trace", title=f"start point (iteration {start.iteration})",
+                         body="", code=start.code, task_id=task_id, rank=0, similarity=0.0, q_value=q2,
+                         explored=False, strategy="start")
+
+
+def children_of(ctx: AgentContext, start: StartPoint) -> tuple[RetrievedItem, ...]:
+    """The start point's refinements with their results ("observable child nodes"), with their Q2."""
+    rows = ctx.lake.query(sql("children_of"), {"parent_item_id": start.item_id, "limit": CHILDREN_SHOWN}).to_pylist()
+    q2 = ctx.lake.current_q([r["item_id"] for r in rows], 2) if rows else {}
     return tuple(
-        ContextItem(r["item_id"], r["kind"], r["title"], r["body"] or "", r["code"] or "", 0.0)
-        for r in rows.to_pylist()
+        RetrievedItem(item_id=r["item_id"], kind=r["kind"], title=r["title"] or "", body=r["body"] or "",
+                      code=r["code"] or "", task_id=r["task_id"], rank=rank, similarity=0.0,
+                      q_value=q2.get(r["item_id"], ctx.settings.q_init), explored=False, strategy="child")
+        for rank, r in enumerate(rows)
     )
-
-
-def _context_item(item) -> ContextItem:
-    get = item.get if isinstance(item, dict) else lambda k: getattr(item, k)
-    return ContextItem(get("item_id"), get("kind"), get("title") or "", get("body") or "",
-                       get("code") or "", float(get("q_value") or 0.0))

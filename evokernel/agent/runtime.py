@@ -1,5 +1,12 @@
-"""Opening a campaign: the build, the lake (created with the backend's seed knowledge if new),
-the LLM provider, the backend's scaffold and the verifier, assembled into an AgentContext."""
+"""Opening a campaign: the build, its backend, the lake (created with the backend's seed knowledge
+if new), the LLM provider and the verification settings, assembled once per process.
+
+:func:`runtime_for` is the one way code gets a runtime: it opens it on first use and hands the same
+object to every later caller in the process with the same settings and campaign id (the flow, the
+tasks it runs in threads, a Dask worker's tasks), so the LLM client and the lake are opened once.
+The backend of a campaign is the build's: an explicit ``backend`` setting that disagrees is a
+one-line :class:`CampaignError`.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +14,7 @@ import re
 import threading
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from functools import partial
 from pathlib import Path
-from typing import Callable
 
 from evokernel.agent.context import AgentContext
 from evokernel.agent.methods import method_policy
@@ -17,13 +22,11 @@ from evokernel.agent.retrieval import sql
 from evokernel.config import Settings
 from evokernel.llm.base import LLM
 from evokernel.llm.registry import make_llm
-from kernelbench_npu.spec import Build, TaskSpec, load_build
+from kernelbench_npu.spec import Build, load_build
 from memory_lake import Lake
 from memory_lake.storage import META_FILE as LAKE_META
-from verifier.api import verify
 from verifier.backends import get_backend
 from verifier.backends.base import Backend
-from verifier.result import Verdict
 from verifier.settings import VerifySettings
 
 
@@ -33,14 +36,30 @@ class CampaignError(ValueError):
 
 @dataclass(frozen=True)
 class Runtime:
+    """What every step of a campaign in this process shares."""
+
     ctx: AgentContext
     build: Build
     llm: LLM
+    verify_settings: VerifySettings
+
+    @property
+    def campaign_id(self) -> str:
+        return self.ctx.campaign_id
 
 
 def default_campaign_id(method: str, model: str) -> str:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     return f"{method}-{re.sub(r'[^A-Za-z0-9._-]+', '-', model)}-{stamp}"
+
+
+def campaign_backend(settings: Settings, build: Build) -> str:
+    """The build's backend; an explicit setting that names another one is an error."""
+    if settings.backend and settings.backend != build.backend:
+        raise CampaignError(f"{build.root}/build.json: the build is for backend {build.backend!r}, but the "
+                            f"settings ask for {settings.backend!r} (drop EVOKERNEL_BACKEND / backend, or use "
+                            f"a {settings.backend} build)")
+    return build.backend
 
 
 def open_lake(root: Path, backend: Backend) -> Lake:
@@ -55,44 +74,43 @@ def verify_settings(settings: Settings) -> VerifySettings:
                           correctness_trials=settings.correctness_trials, latency_rounds=settings.latency_rounds)
 
 
-def open_runtime(settings: Settings, campaign_id: str | None = None,
-                 generate: Callable | None = None,
-                 verify_fn: Callable[[TaskSpec, str], Verdict] | None = None) -> Runtime:
+def open_runtime(settings: Settings, campaign_id: str | None = None) -> Runtime:
+    """Open a new runtime (use :func:`runtime_for` to share one per process)."""
     build = load_build(settings.build)
-    if build.backend != settings.backend:
-        raise CampaignError(f"{settings.build}/build.json: backend is {build.backend!r}, campaign asks for {settings.backend!r}")
-    backend = get_backend(settings.backend)
+    backend = get_backend(campaign_backend(settings, build))
     llm = make_llm(settings.llm, settings)
     lake = open_lake(settings.lake, backend)
     campaign_id = campaign_id or default_campaign_id(settings.method, llm.model)
     _check_resumable(lake, campaign_id, build, settings, llm.model)
-    ctx = AgentContext(
-        campaign_id=campaign_id, settings=settings, policy=method_policy(settings.method), lake=lake,
-        model=llm.model, backend=backend.name, scaffold=backend.scaffold(None),
-        fence_language=backend.fence_language, generate=generate or llm.complete,
-        verify=verify_fn or partial(_verify, backend=backend.name, vsettings=verify_settings(settings),
-                                    concurrency=settings.verify_concurrency),
-    )
-    return Runtime(ctx=ctx, build=build, llm=llm)
+    ctx = AgentContext(campaign_id=campaign_id, settings=settings, policy=method_policy(settings.method), lake=lake,
+                       model=llm.model, backend=backend.name, scaffold=backend.scaffold(None),
+                       fence_language=backend.fence_language)
+    return Runtime(ctx=ctx, build=build, llm=llm, verify_settings=verify_settings(settings))
 
 
-_VERIFY_SLOTS: dict[str, threading.BoundedSemaphore] = {}
-_SLOTS_LOCK = threading.Lock()
+_RUNTIMES: dict[tuple[str, str], Runtime] = {}
+_RUNTIMES_LOCK = threading.Lock()
 
 
-def verify_slots(backend: str, concurrency: int) -> threading.BoundedSemaphore:
-    """The process-wide bound on simultaneous verifications of one backend (its device is shared).
+def runtime_for(settings: Settings, campaign_id: str | None) -> Runtime:
+    """This process's runtime for (settings, campaign id): opened on first use, then shared.
 
-    Across processes (Dask workers, several campaigns) use the Prefect tag concurrency limit on
-    ``verify-<backend>`` instead; see tasks/defaults.py.
-    """
-    with _SLOTS_LOCK:
-        return _VERIFY_SLOTS.setdefault(backend, threading.BoundedSemaphore(concurrency))
+    ``campaign_id=None`` names a new campaign (:func:`default_campaign_id`); later callers pass the
+    runtime's own id."""
+    with _RUNTIMES_LOCK:
+        runtime = _RUNTIMES.get((settings.model_dump_json(), campaign_id)) if campaign_id else None
+        if runtime is None:
+            runtime = open_runtime(settings, campaign_id)
+            _RUNTIMES[(settings.model_dump_json(), runtime.campaign_id)] = runtime
+        return runtime
 
 
-def _verify(task: TaskSpec, code: str, *, backend: str, vsettings: VerifySettings, concurrency: int) -> Verdict:
-    with verify_slots(backend, concurrency):
-        return verify(task, code, backend, vsettings)
+def close_runtime(runtime: Runtime) -> None:
+    """Close the runtime's lake and forget it (the flow calls this when the campaign ends)."""
+    with _RUNTIMES_LOCK:
+        for key in [k for k, v in _RUNTIMES.items() if v is runtime]:
+            del _RUNTIMES[key]
+    runtime.ctx.lake.close()
 
 
 def _check_resumable(lake: Lake, campaign_id: str, build: Build, settings: Settings, model: str) -> None:
@@ -101,7 +119,7 @@ def _check_resumable(lake: Lake, campaign_id: str, build: Build, settings: Setti
         return
     row = rows[0]
     for field, want in (("build_hash", build.build_hash), ("method", settings.method), ("model", model),
-                        ("backend", settings.backend)):
+                        ("backend", build.backend)):
         if row[field] != want:
             raise CampaignError(f"campaign {campaign_id!r} exists with {field}={row[field]!r}; "
                                 f"cannot resume it with {field}={want!r} (use a new --campaign-id)")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from evokernel.agent.methods import MethodPolicy
+from evokernel.agent.rewards import RunningStats
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,7 @@ class TaskState:
     last_feedback: str | None = None
     tokens_used: int = 0
     seconds_used: float = 0.0
+    refine_stats: RunningStats = RunningStats()  # the campaign's refining rewards seen so far
 
     def stage(self, policy: MethodPolicy) -> int:
         """1 (drafting) until a feasible kernel exists, then 2 (refining); pass@k always drafts."""
@@ -76,6 +78,7 @@ class TaskState:
             last_feedback=outcome.feedback if policy.uses_feedback else None,
             tokens_used=self.tokens_used + outcome.tokens,
             seconds_used=self.seconds_used + outcome.seconds,
+            refine_stats=self.refine_stats.add(outcome.reward) if outcome.stage == 2 else self.refine_stats,
         )
         if not outcome.feasible or outcome.trace_item_id is None or outcome.code is None:
             return state
@@ -89,9 +92,11 @@ class TaskState:
         return state
 
 
-def replay(task_id: str, outcomes: list[StepOutcome], policy: MethodPolicy) -> TaskState:
-    """Rebuild a task's state from its committed outcomes, in iteration order."""
+def replay(task_id: str, outcomes: list[StepOutcome], policy: MethodPolicy,
+           refine_stats: RunningStats = RunningStats()) -> TaskState:
+    """Rebuild a task's state from its committed outcomes, in iteration order; ``refine_stats`` is
+    the campaign's normaliser as committed (it already counts this task's refining rewards)."""
     state = TaskState(task_id=task_id)
     for outcome in sorted(outcomes, key=lambda o: o.iteration):
         state = state.after(outcome, policy)
-    return state
+    return replace(state, refine_stats=refine_stats)

@@ -1,4 +1,10 @@
-"""One iteration of a task: retrieve, prompt, generate, verify, reward, update, store.
+"""One iteration of a task as a straight line: prepare -> generate -> verify -> commit.
+
+:func:`prepare_step` chooses the start point, retrieves the context and builds the LLM request
+(a :class:`StepPlan`); the driving loop then calls the LLM, extracts the candidate
+(:func:`candidate_code`) and verifies it; :func:`commit_step` scores the verdict and writes the
+attempt. The loops that drive it are evokernel.agent.campaign (no Prefect) and tasks/campaign.py
+(the same line with the LLM call and the verification as Prefect tasks).
 
 Order of writes (the crash-safety argument): retrievals are recorded when retrieved; the attempt
 row is then appended as the step's commit marker; value updates and the trace item are derived
@@ -12,54 +18,70 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evokernel.agent import rewards
-from evokernel.agent.context import AgentContext, VerifierInfrastructureError, attempt_id_for, trace_item_id_for
+from evokernel.agent.context import AgentContext, attempt_id_for, trace_item_id_for
 from evokernel.agent.records import Scored, attempt_row, trace_item
-from evokernel.agent.retrieval import ContextItem, children_of, choose_start_point, gather_context, sql
+from evokernel.agent.retrieval import children_of, choose_start_point, gather_context, sql, start_item
 from evokernel.agent.state import StartPoint, StepOutcome, TaskState
-from evokernel.llm.base import LLMRequest
-from evokernel.prompts import build_draft_prompt, build_refine_prompt, extract_code
+from evokernel.llm.base import Completion, LLMRequest
+from evokernel.prompts import CodeExtraction, build_draft_prompt, build_refine_prompt, extract_code
 from kernelbench_npu.spec import TaskSpec
-from memory_lake import ValueUpdate
+from memory_lake import RetrievedItem, ValueUpdate
 from verifier.result import Verdict
 
 
 @dataclass(frozen=True)
-class StepResult:
-    outcome: StepOutcome
-    stats: rewards.RunningStats  # refining-reward statistics after this step
+class StepPlan:
+    """Everything one iteration decided before the LLM is called."""
+
+    task: TaskSpec
+    attempt_id: str
+    iteration: int
+    stage: int  # 1 drafting, 2 refining
+    start: StartPoint | None  # refining only
+    context: tuple[RetrievedItem, ...]
+    request: LLMRequest
+    best_ms: float | None  # the task's best latency before this step
+    refine_stats: rewards.RunningStats  # the refining-reward normaliser before this step
 
 
-def run_step(ctx: AgentContext, task: TaskSpec, state: TaskState, stats: rewards.RunningStats) -> StepResult:
+def prepare_step(ctx: AgentContext, task: TaskSpec, state: TaskState) -> StepPlan:
     iteration = state.iterations_done
     attempt_id = attempt_id_for(ctx.campaign_id, task.task_id, iteration)
     stage = state.stage(ctx.policy)
     start = choose_start_point(ctx, state, attempt_id) if stage == 2 else None
     context = gather_context(ctx, task, stage, start, attempt_id)
-    completion = ctx.generate(_request(ctx, task, stage, start, context, state))
-    extraction = extract_code(completion.text, ctx.fence_language, completion.finish_reason)
-    verdict, verify_seconds = _verify(ctx, task, extraction.code)
+    return StepPlan(task=task, attempt_id=attempt_id, iteration=iteration, stage=stage, start=start,
+                    context=context, request=_request(ctx, task, stage, start, context, state),
+                    best_ms=state.best_ms, refine_stats=state.refine_stats)
+
+
+def candidate_code(ctx: AgentContext, completion: Completion) -> CodeExtraction:
+    """The kernel in the answer, or the one-line problem that replaces a verification."""
+    return extract_code(completion.text, ctx.fence_language, completion.finish_reason)
+
+
+def commit_step(ctx: AgentContext, plan: StepPlan, completion: Completion, verdict: Verdict | None) -> StepOutcome:
+    """Score the verdict (None: no usable kernel in the answer) and write the attempt."""
+    extraction = candidate_code(ctx, completion)
     feedback = verdict.feedback if verdict else f"no usable kernel: {extraction.problem}"
-    scored, stats = _score(stage, verdict, state.best_ms, stats)
     row = attempt_row(
-        attempt_id=attempt_id, campaign_id=ctx.campaign_id, task=task, stage=stage, iteration=iteration,
-        method=ctx.policy.name, model=ctx.model, backend=ctx.backend,
-        start_point_item_id=start.item_id if start else None, code=extraction.code, verdict=verdict,
-        feedback=feedback, completion=completion, scored=scored, verify_seconds=verify_seconds,
+        attempt_id=plan.attempt_id, campaign_id=ctx.campaign_id, task=plan.task, stage=plan.stage,
+        iteration=plan.iteration, method=ctx.policy.name, model=ctx.model, backend=ctx.backend,
+        start_point_item_id=plan.start.item_id if plan.start else None, code=extraction.code, verdict=verdict,
+        feedback=feedback, completion=completion, scored=_score(plan, verdict),
+        verify_seconds=verdict.seconds if verdict else 0.0,
     )
     ctx.lake.append("attempts", [row])
-    trace_id = complete_attempt(ctx, task, row)
-    return StepResult(outcome_from_row(row, trace_id), stats)
+    return outcome_from_row(row, complete_attempt(ctx, plan.task, row))
 
 
 def _request(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPoint | None,
-             context: tuple[ContextItem, ...], state: TaskState) -> LLMRequest:
+             context: tuple[RetrievedItem, ...], state: TaskState) -> LLMRequest:
     if stage == 1:
         prompt = build_draft_prompt(task, ctx.scaffold, context, state.last_feedback)
     else:
-        start_item = ContextItem(start.item_id, "trace", f"start point (iteration {start.iteration})", "",
-                                 start.code, 0.0)
-        prompt = build_refine_prompt(task, ctx.scaffold, start_item, children_of(ctx, start), context,
-                                     state.best_ms, state.last_feedback)
+        prompt = build_refine_prompt(task, ctx.scaffold, start_item(ctx, start, task.task_id), children_of(ctx, start),
+                                     context, state.best_ms, state.last_feedback)
     # call_index: the position of this call among the task's calls of its stage, so a scripted
     # provider replays deterministically after a resume (drafts come first, then refinements).
     first_refine = (state.first_feasible_iteration or 0) + 1
@@ -70,26 +92,15 @@ def _request(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPoint | 
                       temperature=ctx.settings.llm_temperature, metadata={"call_index": call_index})
 
 
-def _verify(ctx: AgentContext, task: TaskSpec, code: str | None) -> tuple[Verdict | None, float]:
-    if code is None:
-        return None, 0.0
-    started = ctx.clock()
-    verdict = ctx.verify(task, code)
-    if verdict.infrastructure_error:
-        raise VerifierInfrastructureError(f"{task.task_id}: {verdict.infrastructure_error}")
-    return verdict, ctx.clock() - started
-
-
-def _score(stage: int, verdict: Verdict | None, best_ms: float | None,
-           stats: rewards.RunningStats) -> tuple[Scored, rewards.RunningStats]:
+def _score(plan: StepPlan, verdict: Verdict | None) -> Scored:
     feasible = bool(verdict and verdict.feasible)
-    if stage == 1:
+    if plan.stage == 1:
         reward = rewards.draft_reward(feasible)
-        return Scored(reward, reward), stats
+        return Scored(reward, reward)
     new_ms = verdict.latency.candidate_ms if verdict and verdict.latency else None
-    reward = rewards.refine_reward(feasible, best_ms, new_ms)
-    normalised, stats = rewards.normalise_refine_reward(stats, reward)
-    return Scored(reward, normalised), stats
+    reward = rewards.refine_reward(feasible, plan.best_ms, new_ms)
+    normalised, _ = rewards.normalise_refine_reward(plan.refine_stats, reward)
+    return Scored(reward, normalised)
 
 
 def complete_attempt(ctx: AgentContext, task: TaskSpec, row: dict) -> str | None:

@@ -12,8 +12,9 @@ from evokernel.demo import make_script
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(cwd), "PREFECT_HOME": str(cwd / "prefect")}
+def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(cwd), "PREFECT_HOME": str(cwd / "prefect"),
+           **(env or {})}
     return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=300)
 

@@ -8,7 +8,9 @@ import math
 import pytest
 
 from agent_fixtures import write_script
-from evokernel.agent.campaign import plan_tasks, replay_refine_stats, resume_task, run_task
+from dataclasses import replace
+
+from evokernel.agent.campaign import plan_tasks, resume_task, run_task
 from evokernel.agent.runtime import open_runtime
 from evokernel.config import load_settings
 
@@ -28,7 +30,8 @@ def evokernel_run(tmp_path_factory, tiny_build):
     script = write_script(tmp / "script.json", [task.task_id], draft=["relu_draft_hack", "relu_draft_scalar"],
                           refine=["relu_refine_omp", "relu_refine_leaky_bug"])
     runtime = _runtime(tmp, tiny_build, "evokernel", script, budget=4)
-    summary, stats = run_task(runtime.ctx, task, replay_refine_stats(runtime.ctx))
+    summary = run_task(runtime, task)
+    stats = resume_task(runtime.ctx, task).refine_stats
     attempts = runtime.ctx.lake.query("SELECT * FROM attempts ORDER BY iteration").to_pylist()
     return runtime, task, summary, stats, attempts
 
@@ -86,8 +89,8 @@ def test_start_points_grow_and_best_is_tracked(evokernel_run):
 
 
 def test_rerunning_a_finished_task_adds_nothing(evokernel_run):
-    runtime, task, _, stats, _ = evokernel_run
-    summary, _ = run_task(runtime.ctx, task, stats)
+    runtime, task, _, _, _ = evokernel_run
+    summary = run_task(runtime, task)
     assert summary.attempts == 4
     assert runtime.ctx.lake.query("SELECT count(*) AS n FROM attempts").to_pylist()[0]["n"] == 4
 
@@ -97,7 +100,7 @@ def test_pass_at_k_samples_independently_without_memory(tmp_path, tiny_build):
     script = write_script(tmp_path / "s.json", [task.task_id], draft=["relu_draft_hack", "relu_draft_hack"],
                           refine=["relu_refine_omp"])
     runtime = _runtime(tmp_path, tiny_build, "pass-at-k", script, budget=2, campaign_id="pk")
-    summary, _ = run_task(runtime.ctx, task, replay_refine_stats(runtime.ctx))
+    summary = run_task(runtime, task)
     lake = runtime.ctx.lake
     assert summary.attempts == 2 and not summary.feasible
     assert lake.query("SELECT count(*) AS n FROM retrievals").to_pylist()[0]["n"] == 0
@@ -105,6 +108,10 @@ def test_pass_at_k_samples_independently_without_memory(tmp_path, tiny_build):
 
 
 def test_plan_orders_levels_and_rejects_unknown_tasks(tiny_build):
-    assert [t.level for t in plan_tasks(tiny_build)] == sorted(t.level for t in plan_tasks(tiny_build))
+    first, second = tiny_build.tasks[:2]
+    mixed = replace(tiny_build, tasks=(replace(first, task_id="L2/x", level=2), second))  # level 2 listed first
+    assert [t.task_id for t in plan_tasks(mixed)] == [second.task_id, "L2/x"]
+    assert [t.task_id for t in plan_tasks(mixed, order="given")] == ["L2/x", second.task_id]
+    assert [t.task_id for t in plan_tasks(mixed, ["L2/x", second.task_id])] == [second.task_id, "L2/x"]
     with pytest.raises(Exception, match="not in this build"):
         plan_tasks(tiny_build, ["nope"])

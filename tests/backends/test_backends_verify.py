@@ -129,7 +129,7 @@ def test_triton_without_gpu_compiles_aot_checks_in_the_interpreter_and_skips_lat
     assert [(g.name, g.passed) for g in verdict.gates] == [
         ("hack", True), ("compile", True), ("correctness", True), ("latency", False)]
     assert verdict.gate("latency").reason == "latency unavailable here: no GPU"
-    assert verdict.feasible and not verdict.passed and verdict.extra["seccomp"] is True
+    assert verdict.feasible and not verdict.passed and verdict.facts.seccomp is True
 
 
 @no_gpu

@@ -27,10 +27,10 @@ def test_scaffold_example_passes_every_gate_and_reuses_the_compile_cache(tmp_pat
     assert [g.name for g in first.gates] == ["hack", "compile", "correctness", "latency"]
     assert "speedup" in first.feedback and first.latency.rounds == settings.latency_rounds
     second = verify(task, EXAMPLE_CANDIDATE, "cpu", settings)
-    assert second.passed and second.extra["compile_cached"] is True
-    assert first.extra["seed"] != second.extra["seed"]  # a secret seed per verification
+    assert second.passed and second.facts.compile_cached is True
+    assert first.facts.seed != second.facts.seed  # a secret seed per verification
     json_dict = second.to_json_dict()
-    assert set(json_dict) == {"task_id", "passed", "failed_gate", "gates", "latency", "feedback"}
+    assert set(json_dict) == {"task_id", "passed", "failed_gate", "gates", "latency", "feedback", "warnings"}
     assert set(json_dict["latency"]) >= {"candidate_ms", "reference_ms", "speedup", "ci_low", "ci_high", "flagged"}
 
 

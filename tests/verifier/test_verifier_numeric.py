@@ -4,36 +4,42 @@ from __future__ import annotations
 
 import numpy as np
 
-from verifier.gates.correctness import SKIPPED, Tolerance, TrialOutputs, compare_trial
+from verifier.gates.correctness import Tolerance, check_trials, compare_trial
 from verifier.gates.latency import PairedTimes, summarise, validate_times
+from verifier.sandbox.messages import ReferenceOutputs, Timing, TrialOutputs
 
 TOL = Tolerance(1e-4, 1e-4, 0.01)
 
 
-def _trial(arr, dist="normal", trivial=None):
+def _cand(arr, dist="normal", kind="check", index=0):
     arr = np.asarray(arr, dtype=np.float32)
-    return TrialOutputs(0, dist, (str(arr.dtype),), (arr,), (trivial or {},))
+    return TrialOutputs(index, kind, dist, (str(arr.dtype),), (arr,))
+
+
+def _ref(arr, trivial=None, index=0):
+    arr = np.asarray(arr, dtype=np.float32)
+    return ReferenceOutputs(index, (str(arr.dtype),), (arr,), (trivial or {},))
 
 
 def test_exact_match_passes_and_mismatch_is_localised():
     ref = np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4)
-    assert compare_trial(_trial(ref), _trial(ref), TOL) is None
+    assert compare_trial(_cand(ref), _ref(ref), TOL).mismatch == ""
     bad = ref.copy()
     bad[2, 1] = 5.0
-    message = compare_trial(_trial(bad), _trial(ref), TOL)
+    message = compare_trial(_cand(bad), _ref(ref), TOL).mismatch
     assert "index (2, 1)" in message and "got 5" in message
 
 
 def test_nan_output_is_not_a_pass():
     ref = np.ones(4, dtype=np.float32)
-    assert "non-finite" in compare_trial(_trial(np.full(4, np.nan)), _trial(ref), TOL)
+    assert "non-finite" in compare_trial(_cand(np.full(4, np.nan)), _ref(ref), TOL).mismatch
 
 
 def test_shape_and_dtype_must_match_exactly():
     ref = np.ones((2, 2), dtype=np.float32)
-    assert "shape" in compare_trial(_trial(np.ones(4)), _trial(ref), TOL)
-    cand = TrialOutputs(0, "normal", ("float64",), (np.ones((2, 2)),))
-    assert "dtype" in compare_trial(cand, _trial(ref), TOL)
+    assert "shape" in compare_trial(_cand(np.ones(4)), _ref(ref), TOL).mismatch
+    cand = TrialOutputs(0, "check", "normal", ("float64",), (np.ones((2, 2)),))
+    assert "dtype" in compare_trial(cand, _ref(ref), TOL).mismatch
 
 
 def test_trivial_output_check_rejects_near_zero_answers():
@@ -41,14 +47,25 @@ def test_trivial_output_check_rejects_near_zero_answers():
     loose = Tolerance(1e-2, 1.0, 0.01)
     zeros = np.zeros(1000, dtype=np.float32)
     trivial = {"zeros": float(np.linalg.norm(ref)), "mean": float(np.linalg.norm(ref - ref.mean()))}
-    assert "trivial output" in compare_trial(_trial(zeros), _trial(ref, trivial=trivial), loose)
+    assert "trivial output" in compare_trial(_cand(zeros), _ref(ref, trivial=trivial), loose).mismatch
 
 
 def test_nonfinite_reference_skips_other_distributions_but_not_the_task_one():
     ref = np.array([np.inf, 1.0], dtype=np.float32)
-    assert compare_trial(_trial([0.0, 1.0], "large"), _trial(ref, "large"), TOL) == SKIPPED
-    assert "expected inf" in compare_trial(_trial([0.0, 1.0], "task"), _trial(ref, "task"), TOL)
-    assert compare_trial(_trial([np.inf, 1.0], "task"), _trial(ref, "task"), TOL) is None
+    assert compare_trial(_cand([0.0, 1.0], "large"), _ref(ref), TOL).skipped
+    assert "expected inf" in compare_trial(_cand([0.0, 1.0], "task"), _ref(ref), TOL).mismatch
+    assert compare_trial(_cand([np.inf, 1.0], "task"), _ref(ref), TOL) == compare_trial(_cand(ref, "task"), _ref(ref), TOL)
+
+
+def test_trial_checks_count_skips_and_name_the_perturbation_probe():
+    ref = np.array([np.inf, 1.0], dtype=np.float32)
+    refs = {0: _ref(ref, index=0), 1: _ref(np.ones(2), index=1), 2: _ref(np.ones(2), index=2)}
+    checks = check_trials([_cand([0.0, 1.0], "large", index=0), _cand(np.ones(2), index=1)], refs.__getitem__, TOL)
+    assert (checks.checked, checks.skipped, checks.mismatch) == (1, 1, "")
+    assert checks.gate(0.1).passed and "1 skipped" in checks.gate(0.1).detail
+    replay = check_trials([_cand(np.zeros(2), "task", kind="perturb", index=2)], refs.__getitem__, TOL)
+    assert "perturbed-input probe" in replay.mismatch and "replayed or cached" in replay.mismatch
+    assert not replay.gate(0.1).passed
 
 
 def test_speedup_ci_covers_the_true_ratio():
@@ -64,9 +81,11 @@ def test_implausible_speedup_is_flagged():
     assert result.flagged and "plausibility" in result.flag_reason
 
 
-def test_reported_times_must_fit_the_wall_clock():
-    header = {"candidate_ms": [100.0] * 5, "reference_ms": [100.0] * 5, "calls_per_round": 1}
-    assert validate_times(header, 5, phase_wall_s=2.0)[0] is not None
-    times, problem = validate_times(header, 5, phase_wall_s=0.5)
+def test_reported_times_must_fit_the_wall_clock_at_the_parents_call_count():
+    timing = Timing((100.0,) * 5, (100.0,) * 5, ())
+    assert validate_times(timing, 5, 1, phase_wall_s=2.0)[0] is not None
+    times, problem = validate_times(timing, 5, 1, phase_wall_s=0.5)
     assert times is None and "wall clock" in problem
-    assert validate_times({"candidate_ms": [1.0]}, 5, 1.0)[0] is None
+    times, problem = validate_times(timing, 5, 3, phase_wall_s=2.0)  # the parent asked for 3 calls per round
+    assert times is None and "wall clock" in problem
+    assert validate_times(Timing((1.0,), (1.0,), ()), 5, 1, 1.0)[0] is None

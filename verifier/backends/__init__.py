@@ -1,7 +1,8 @@
-"""Backend registry: ``cpu``, ``cuda``, ``triton``, ``ascendc``, plus any registered under the
-``evokernel.backends`` entry-point group. Look backends up by name with :func:`get_backend`; a name
-written as an entry-point value, ``package.module:Class``, loads that class directly (how tests run
-a test-only backend inside the sandbox child, which sees no test-time entry points)."""
+"""Backend registry: ``cpu``, ``cuda``, ``triton``, ``ascendc``, ``triton-ascend``, plus any registered
+under the ``evokernel.backends`` entry-point group. Look backends up by name with
+:func:`get_backend`; a name written as an entry-point value, ``package.module:Class``, loads that
+class directly (how tests run a test-only backend inside the sandbox child, which sees no test-time
+entry points)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ _BUILTIN = {
     "cuda": "verifier.backends.cuda:CudaBackend",
     "triton": "verifier.backends.triton_backend:TritonBackend",
     "ascendc": "verifier.backends.ascendc:AscendCBackend",
+    "triton-ascend": "verifier.backends.triton_ascend:TritonAscendBackend",
 }
 
 

@@ -12,7 +12,7 @@ Sandbox policy: on a GPU, Triton JIT-compiles each kernel at its first launch an
 subprocess, which the child's no-exec seccomp filter would kill (SIGSYS). The launch signature
 (pointer alignment, ints equal to 1) is only known at the call, so no compile before the filter can
 stand in for it; ``exec_after_load`` therefore asks the child to skip the filter for triton on a
-GPU (the verdict's ``extra["seccomp_off_reason"]`` says so; the static hack gate still forbids
+GPU (the verdict's ``facts.seccomp_off_reason`` says so; the static hack gate still forbids
 subprocess, os and sockets in the candidate, and the rlimits, process group and timeout stay).
 Without a GPU the interpreter needs no exec and the filter stays on.
 """
@@ -85,12 +85,12 @@ def _is_literal(node: ast.expr | None) -> bool:
         return False
 
 
-def _set_interpreter(enabled: bool) -> None:
+def set_interpreter(enabled: bool) -> None:
     """TRITON_INTERPRET decides, at decoration time, whether @triton.jit builds an interpreted kernel."""
     os.environ["TRITON_INTERPRET"] = "1" if enabled else "0"
 
 
-def _count_launches() -> None:
+def count_launches() -> None:
     """Count every Triton kernel launch (compiled or interpreted) as a native call, for the runtime
     integrity check "forward made no native call". Installed before the integrity snapshot."""
     from triton.runtime.interpreter import InterpretedFunction
@@ -157,7 +157,7 @@ class TritonBackend(Backend):
             return outcome(False, f"triton: not installed on the verifier ({INSTALL_HINT})")
         from verifier.backends.triton_aot import compile_plan, plan_kernel, unwrap_jit
 
-        _set_interpreter(False)
+        set_interpreter(False)
         try:
             module = import_candidate(kernels_only_source(module_tree), build_dir, "triton_aot")
         except Exception:
@@ -180,15 +180,15 @@ class TritonBackend(Backend):
         if triton_version() is None:
             raise RuntimeError(f"triton: not installed ({INSTALL_HINT})")
         present, _ = gpu_present()
-        _set_interpreter(not present)
+        set_interpreter(not present)
         return model_new_class(import_candidate(candidate_source, build_dir, "triton"), self.name)
 
     def correctness_task_source(self, task_source: str) -> str:
         return task_source if gpu_present()[0] else shrink_task_source(task_source)
 
     def before_sandbox(self) -> None:
-        _set_interpreter(not gpu_present()[0])
-        _count_launches()
+        set_interpreter(not gpu_present()[0])
+        count_launches()
 
     def exec_after_load(self) -> str:
         return "triton JIT-compiles kernels with ptxas at first launch" if gpu_present()[0] else ""

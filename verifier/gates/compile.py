@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 from verifier.result import GateResult
+from verifier.sandbox.messages import CompileReport, LoadReport
 
 
-def compile_gate(report: dict, load: dict | None, seconds: float) -> GateResult:
-    if not report.get("ok"):
-        diagnostics = str(report.get("diagnostics", ""))
-        first = diagnostics.splitlines()[0] if diagnostics else "build failed"
-        return GateResult("compile", False, first[:300], seconds, detail=diagnostics[:4000])
-    if load is not None and not load.get("ok"):
-        error = str(load.get("error", ""))
-        return GateResult("compile", False, f"ModelNew failed to import or construct: {error.splitlines()[-1][:300] if error else ''}",
-                          seconds, detail=error)
-    cached = " (cached)" if report.get("cached") else ""
-    return GateResult("compile", True, "", seconds, detail=f"built in {float(report.get('seconds', 0)):.2f} s{cached}")
+def compile_gate(report: CompileReport, load: LoadReport | None, seconds: float) -> GateResult:
+    if not report.ok:
+        first = report.diagnostics.splitlines()[0] if report.diagnostics else "build failed"
+        return GateResult("compile", False, first[:300], seconds, detail=report.diagnostics[:4000])
+    if load is not None and not load.ok:
+        last = load.error.splitlines()[-1][:300] if load.error else ""
+        return GateResult("compile", False, f"ModelNew failed to import or construct: {last}", seconds,
+                          detail=load.error)
+    cached = " (cached)" if report.cached else ""
+    built = f"built in {report.seconds:.2f} s{cached}"
+    if not report.note:
+        return GateResult("compile", True, "", seconds, detail=built)
+    # e.g. the level a compile reached (triton-ascend: HIVM), with the compiler's output below it
+    return GateResult("compile", True, report.note[:300], seconds, detail=f"{built}\n{report.diagnostics}")
 
 
 def failed(reason: str, seconds: float, detail: str = "") -> GateResult:

@@ -12,10 +12,14 @@ The first mismatch is localised (trial, distribution, output, index, expected, g
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable, Sequence
 
 import numpy as np
 
 from verifier.result import GateResult
+from verifier.sandbox.messages import ReferenceOutputs, TrialOutputs
+
+PROBE_NOTE = "output did not follow an in-place change of the input: replayed or cached result"
 
 
 @dataclass(frozen=True)
@@ -26,39 +30,64 @@ class Tolerance:
 
 
 @dataclass(frozen=True)
-class TrialOutputs:
+class TrialCheck:
+    """One trial compared: matched, skipped (not meaningful for this op), or a one-line mismatch."""
+
     index: int
-    distribution: str
-    dtypes: tuple[str, ...]
-    arrays: tuple[np.ndarray, ...]
-    trivial: tuple[dict, ...] = ()
+    mismatch: str = ""
+    skipped: bool = False
 
 
-SKIPPED = "skipped"
+@dataclass(frozen=True)
+class TrialChecks:
+    """Every trial of a phase compared, stopping at the first mismatch."""
+
+    checked: int
+    skipped: int
+    mismatch: str = ""
+
+    def gate(self, seconds: float) -> GateResult:
+        return correctness_gate(self.mismatch or None, seconds, self.checked, self.skipped)
 
 
-def compare_trial(cand: TrialOutputs, ref: TrialOutputs, tol: Tolerance) -> str | None:
-    """None if the trial passes, SKIPPED if not meaningful for this op, else a one-line mismatch."""
-    where = f"trial {cand.index} ({cand.distribution} inputs)"
+def check_trials(trials: Sequence[TrialOutputs], reference: Callable[[int], ReferenceOutputs],
+                 tol: Tolerance) -> TrialChecks:
+    checked = skipped = 0
+    for cand in trials:
+        check = compare_trial(cand, reference(cand.index), tol)
+        if check.mismatch:
+            note = f" ({PROBE_NOTE})" if cand.kind == "perturb" else ""
+            return TrialChecks(checked, skipped, check.mismatch + note)
+        skipped += check.skipped
+        checked += not check.skipped
+    return TrialChecks(checked, skipped)
+
+
+def compare_trial(cand: TrialOutputs, ref: ReferenceOutputs, tol: Tolerance) -> TrialCheck:
+    where = f"trial {cand.index} ({_label(cand)} inputs)"
     if len(cand.arrays) != len(ref.arrays):
-        return f"{where}: returned {len(cand.arrays)} outputs, expected {len(ref.arrays)}"
+        return TrialCheck(cand.index, f"{where}: returned {len(cand.arrays)} outputs, expected {len(ref.arrays)}")
     for k, (c, r, cd, rd) in enumerate(zip(cand.arrays, ref.arrays, cand.dtypes, ref.dtypes)):
         label = f"{where}, output {k}"
         if cd != rd:
-            return f"{label}: dtype {cd}, expected {rd}"
+            return TrialCheck(cand.index, f"{label}: dtype {cd}, expected {rd}")
         if c.shape != r.shape:
-            return f"{label}: shape {tuple(c.shape)}, expected {tuple(r.shape)}"
+            return TrialCheck(cand.index, f"{label}: shape {tuple(c.shape)}, expected {tuple(r.shape)}")
         r_finite = np.isfinite(r)
         if not r_finite.all():
-            if ref.distribution != "task":
-                return SKIPPED  # e.g. exp of large inputs overflows: this distribution says nothing here
+            if cand.distribution != "task":  # e.g. exp of large inputs overflows: says nothing here
+                return TrialCheck(cand.index, skipped=True)
             mismatch = _nonfinite_mismatch(c, r, r_finite)
             if mismatch:
-                return f"{label}: {mismatch}"
+                return TrialCheck(cand.index, f"{label}: {mismatch}")
         problem = _compare_values(c, r, r_finite, tol, ref.trivial[k] if k < len(ref.trivial) else {})
         if problem:
-            return f"{label}: {problem}"
-    return None
+            return TrialCheck(cand.index, f"{label}: {problem}")
+    return TrialCheck(cand.index)
+
+
+def _label(cand: TrialOutputs) -> str:
+    return "perturbed-input probe" if cand.kind == "perturb" else cand.distribution
 
 
 def _nonfinite_mismatch(c: np.ndarray, r: np.ndarray, r_finite: np.ndarray) -> str:

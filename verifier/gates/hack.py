@@ -40,6 +40,6 @@ def static_gate(candidate_source: str, task_dtype: str, disabled: tuple[str, ...
     return GateResult("hack", False, f"static policy: {lines[0]}", seconds, detail="\n".join(lines))
 
 
-def runtime_failure(static: GateResult, reason: str, detail: str, seconds: float) -> GateResult:
+def runtime_failure(reason: str, seconds: float, detail: str = "") -> GateResult:
     """The hack gate after a runtime integrity violation found in the sandbox."""
-    return GateResult("hack", False, f"runtime integrity: {reason}", static.seconds + seconds, detail=detail)
+    return GateResult("hack", False, f"runtime integrity: {reason}"[:300], seconds, detail=detail or reason)

@@ -19,6 +19,7 @@ import statistics
 import numpy as np
 
 from verifier.result import GateResult, LatencyResult
+from verifier.sandbox.messages import Timing
 from verifier.sandbox.timer import PairedTimes
 
 
@@ -56,17 +57,14 @@ def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0) -
                          rounds=len(cand), flagged=flagged, flag_reason=reason)
 
 
-def validate_times(header: dict, rounds: int, phase_wall_s: float) -> tuple[PairedTimes | None, str]:
-    """Parent side: the child's report must be well formed and fit inside the parent's wall clock."""
-    try:
-        cand = tuple(float(x) for x in header["candidate_ms"])
-        ref = tuple(float(x) for x in header["reference_ms"])
-    except (KeyError, TypeError, ValueError):
-        return None, "malformed timing report"
+def validate_times(timing: Timing, rounds: int, calls_per_round: int,
+                   phase_wall_s: float) -> tuple[PairedTimes | None, str]:
+    """Parent side: the child's report must be complete and fit inside the parent's wall clock
+    (with the parent's own calls per round: a child's claim of fewer calls would hide replays)."""
+    cand, ref = timing.candidate_ms, timing.reference_ms
     if len(cand) != rounds or len(ref) != rounds or min(cand + ref, default=0) < 0:
         return None, f"timing report has {len(cand)}/{len(ref)} rounds, expected {rounds}"
-    calls = int(header.get("calls_per_round", 1))
-    claimed_s = (sum(cand) + sum(ref)) * calls / 1e3
+    claimed_s = (sum(cand) + sum(ref)) * calls_per_round / 1e3
     if claimed_s > phase_wall_s * 1.05 + 0.05:
         return None, f"reported times ({claimed_s:.2f} s) exceed the wall clock of the timing phase ({phase_wall_s:.2f} s)"
     return PairedTimes(cand, ref), ""

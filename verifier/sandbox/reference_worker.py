@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-from verifier.sandbox.channel import read_message, write_message
+from verifier.sandbox import messages as msg
 
 
 def trivial_errors(ref: np.ndarray, inputs: list) -> dict[str, float]:
@@ -36,26 +36,28 @@ def trivial_errors(ref: np.ndarray, inputs: list) -> dict[str, float]:
 
 def main(argv: list[str]) -> int:
     in_fd, out_fd = int(argv[1]), int(argv[2])
-    cfg = read_message(in_fd, time.monotonic() + 120, None).header
-    nonce = cfg["nonce"]
+    cfg = msg.receive(in_fd, time.monotonic() + 120, None)
+    if not isinstance(cfg, msg.ReferenceConfig):
+        raise SystemExit(f"expected a reference configuration, got {cfg.KIND}")
+    spec = cfg.trials
     import torch
 
-    torch.set_num_threads(cfg["threads"])
+    torch.set_num_threads(spec.threads)
     from verifier.sandbox import inputs as inp
 
-    problem = inp.load_problem(cfg["task_source"])
-    (model,) = inp.build_models(problem, [problem.Model], cfg["init_seed"])
-    for trial in inp.plan(cfg["correctness_trials"]):
-        inputs = inp.inputs_for(problem, cfg["input_seed"], trial)
+    problem = inp.load_problem(spec.task_source)
+    (model,) = inp.build_models(problem, [problem.Model], spec.init_seed)
+    for trial in inp.plan(spec.correctness_trials):
+        inputs = inp.inputs_for(problem, spec.input_seed, trial)
         numpy_inputs = [inp.to_numpy(x) if isinstance(x, torch.Tensor) else x for x in inputs]
         with torch.no_grad():
             result = model(*inputs)
         outputs = list(result) if isinstance(result, (tuple, list)) else [result]
         arrays = [inp.to_numpy(o) for o in outputs]
-        write_message(out_fd, {"kind": "reference", "nonce": nonce, "index": trial.index,
-                               "dtypes": [str(o.dtype).removeprefix("torch.") for o in outputs],
-                               "trivial": [trivial_errors(a, numpy_inputs) for a in arrays]}, arrays)
-    write_message(out_fd, {"kind": "done", "nonce": nonce})
+        msg.send(out_fd, cfg.nonce, msg.ReferenceOutputs(
+            trial.index, tuple(str(o.dtype).removeprefix("torch.") for o in outputs), tuple(arrays),
+            tuple(trivial_errors(a, numpy_inputs) for a in arrays)))
+    msg.send(out_fd, cfg.nonce, msg.ReferenceDone())
     return 0
 
 

@@ -9,13 +9,13 @@ and an L2 flush on a GPU, a synchronized wall clock on the CPU).
 
 from __future__ import annotations
 
-
 import torch
 
-from verifier.sandbox import inputs as inp
-from verifier.sandbox.timer import time_interleaved
 from verifier.sandbox import device_io, integrity
+from verifier.sandbox import inputs as inp
+from verifier.sandbox import messages as msg
 from verifier.sandbox.child import candidate_error
+from verifier.sandbox.timer import time_interleaved
 
 
 class TrialRunner:
@@ -23,8 +23,8 @@ class TrialRunner:
         self.child, self.problem, self.candidate, self.reference = child, problem, candidate, reference
         self.snapshot, self.cfg, self.backend = snapshot, child.cfg, backend
         self.device = device_io.device_of(backend)
-        self.seed = self.cfg["input_seed"]
-        self.plan = inp.plan(self.cfg["correctness_trials"])
+        self.seed = self.cfg.trials.input_seed
+        self.plan = inp.plan(self.cfg.trials.correctness_trials)
         self.kept: list[tuple[torch.Tensor, torch.Tensor]] = []  # earlier outputs, kept alive
         self.base_thread_count = integrity.os_thread_count()
 
@@ -41,14 +41,14 @@ class TrialRunner:
 
     def fail(self, kind: str, phase: str, exc: BaseException) -> bool:
         if isinstance(exc, integrity.IntegrityError):
-            self.child.send({"kind": "integrity", "reason": f"{exc} ({phase})"})
+            self.child.send(msg.IntegrityViolation(f"{exc} ({phase})"))
         else:
-            self.child.send({"kind": "error", "phase": kind, "error": candidate_error(exc)})
+            self.child.send(msg.CandidateError(kind, candidate_error(exc)))
         return False
 
     def correctness(self) -> bool:
         """Run every check trial and the perturbation probe; send outputs; True if sent."""
-        metas, arrays = [], []
+        results = []
         first = None
         for trial in [t for t in self.plan if t.kind in ("check", "perturb")]:
             try:
@@ -67,19 +67,18 @@ class TrialRunner:
                         raise integrity.IntegrityError("two calls on the same input gave different outputs (nondeterministic)")
             except BaseException as exc:
                 return self.fail("correctness", f"trial {trial.index}, {trial.distribution} inputs", exc)
-            metas.append(_meta(trial, outputs))
-            arrays.extend(inp.to_numpy(device_io.to_host(o)) for o in outputs)
+            results.append(_outputs(trial, outputs))
         if self.child.check_state(self.snapshot, "correctness") or self.check_threads("correctness"):
             return False
-        self.child.send({"kind": "correctness", "trials": metas}, arrays)
+        self.child.send(msg.TrialBatch(tuple(results)))
         return True
 
     def check_threads(self, phase: str) -> bool:
         count = integrity.os_thread_count()
-        allowed = self.base_thread_count + self.cfg["threads"]
+        allowed = self.base_thread_count + self.cfg.trials.threads
         if count > allowed:
-            self.child.send({"kind": "integrity", "reason": f"{count} OS threads after {phase}, at most {allowed} "
-                             "allowed (no threads beyond the OpenMP pool)"})
+            self.child.send(msg.IntegrityViolation(f"{count} OS threads after {phase}, at most {allowed} "
+                                                   "allowed (no threads beyond the OpenMP pool)"))
             return True
         return False
 
@@ -98,34 +97,33 @@ class TrialRunner:
                 self.reference(*inputs)
 
         try:
-            times = time_interleaved(run_candidate, run_reference, fresh, backend.timer(), cfg["latency_rounds"],
-                                     cfg["calls_per_round"], cfg["warmup_calls"], inp.derive_seed(self.seed, "order"))
+            times = time_interleaved(run_candidate, run_reference, fresh, backend.timer(), cfg.latency_rounds,
+                                     cfg.calls_per_round, cfg.warmup_calls, inp.derive_seed(self.seed, "order"))
         except BaseException as exc:
             self.fail("latency", "timing", exc)
             return
         if self.child.check_state(self.snapshot, "timing") or self.check_threads("timing"):
             return
-        metas, arrays = [], []
+        post = []
         for trial in [t for t in self.plan if t.kind == "post"]:
             try:
                 outputs = self.call(self.inputs(trial)[1])
             except BaseException as exc:
                 self.fail("latency", f"post-timing trial {trial.index}", exc)
                 return
-            metas.append(_meta(trial, outputs))
-            arrays.extend(inp.to_numpy(device_io.to_host(o)) for o in outputs)
-        self.child.send({"kind": "latency", "candidate_ms": list(times.candidate_ms),
-                         "reference_ms": list(times.reference_ms), "calls_per_round": cfg["calls_per_round"],
-                         "trials": metas}, arrays)
+            post.append(_outputs(trial, outputs))
+        self.child.send(msg.Timing(times.candidate_ms, times.reference_ms, tuple(post)))
 
 
-def _close(a: torch.Tensor, b: torch.Tensor, cfg: dict) -> bool:
+def _close(a: torch.Tensor, b: torch.Tensor, cfg: msg.ChildConfig) -> bool:
     """Repeat calls must agree within the task tolerance (OpenMP reductions may reorder sums)."""
     if a.shape != b.shape or a.dtype != b.dtype:
         return False
-    return torch.allclose(a.double(), b.double(), rtol=cfg["rtol"], atol=cfg["atol"], equal_nan=True)
+    return torch.allclose(a.double(), b.double(), rtol=cfg.rtol, atol=cfg.atol, equal_nan=True)
 
 
-def _meta(trial, outputs: list[torch.Tensor]) -> dict:
-    return {"index": trial.index, "kind": trial.kind, "distribution": trial.distribution,
-            "outputs": [{"dtype": str(o.dtype).removeprefix("torch."), "shape": list(o.shape)} for o in outputs]}
+def _outputs(trial: inp.Trial, outputs: list[torch.Tensor]) -> msg.TrialOutputs:
+    """The trial's outputs copied to the host as numpy, typed for the parent."""
+    return msg.TrialOutputs(trial.index, trial.kind, trial.distribution,
+                            tuple(str(o.dtype).removeprefix("torch.") for o in outputs),
+                            tuple(inp.to_numpy(device_io.to_host(o)) for o in outputs))

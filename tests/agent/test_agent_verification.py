@@ -1,0 +1,35 @@
+"""The agent's one retry rule for verifications, on the real verifier: a failed gate is a result
+(returned at once, never retried); an infrastructure failure is retried, then raised unscored."""
+
+from __future__ import annotations
+
+import pytest
+
+from evokernel.agent.verification import VerifierInfrastructureError, verify_candidate
+from verifier.settings import VerifySettings
+
+TORCH_IN_FORWARD = '''import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+'''
+
+
+def test_a_failed_gate_is_returned_once_without_retry(tiny_build, tmp_path):
+    sleeps = []
+    verdict = verify_candidate(tiny_build.runnable()[0], TORCH_IN_FORWARD, "cpu",
+                               VerifySettings.for_tests(tmp_path), 1, sleep=sleeps.append)
+    assert verdict.failed_gate == "hack" and not verdict.infrastructure_error
+    assert sleeps == []
+
+
+def test_an_infrastructure_failure_is_retried_then_raised(tiny_build, tmp_path):
+    sleeps = []
+    with pytest.raises(VerifierInfrastructureError, match="after 3 attempts") as raised:
+        verify_candidate(tiny_build.runnable()[0], TORCH_IN_FORWARD, "no-such-backend",
+                         VerifySettings.for_tests(tmp_path), 1, delays_s=(0.5, 2.0), sleep=sleeps.append)
+    assert sleeps == [0.5, 2.0]
+    assert "no-such-backend" in str(raised.value) and "\n" not in str(raised.value)

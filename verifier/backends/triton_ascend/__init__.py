@@ -1,0 +1,172 @@
+"""The ``triton-ascend`` backend: Triton kernels for Ascend NPUs, checked by the real Ascend compiler.
+
+Without an NPU (every laptop, CI) three things still run for real:
+
+- **compile**: the candidate's ``@triton.jit`` kernels go through triton-ascend's front end and
+  ascendnpu-ir's ``bishengir-compile`` (HFusion/HIVM pipeline: Unified Buffer planning, sync
+  insertion, Ascend legality checks) for the target SoC, in the toolchain's own environment
+  (:mod:`.toolchain`, ``evokernel toolchain install triton-ascend``). Argument types and
+  constexprs are not guessed: the candidate's ``ModelNew`` runs once on the task's real inputs
+  (the task as built, original sizes) in a sandboxed child of the toolchain environment, and each
+  launch's exact specialisation is compiled (:mod:`.driver`, :mod:`.driver_record`). Reaching
+  CANN's external ``hivmc`` step is a pass at HIVM level, and the gate's reason says so; with
+  CANN's real ``hivmc`` the compile continues to an NPU binary.
+- **correctness**: the same kernels in upstream Triton's interpreter (main environment) on the
+  triton backend's small shapes (:mod:`verifier.backends.small_shapes`), exactly like the
+  ``triton`` backend without a GPU. A candidate using Ascend-only language features gets
+  "correctness unavailable here: <feature>" (:mod:`.features`).
+- **latency**: unavailable ("needs torch_npu and an NPU").
+
+On an Ascend host with torch_npu and an NPU, correctness and latency run on the device
+(:mod:`.device`; written carefully but never run by this project, which has no NPU).
+
+The parent resolves what the sandboxed child cannot (it runs with a private HOME): the task as
+built, the toolchain directory, the SoC and whether an NPU is usable, passed through
+:meth:`compile_context` / :meth:`configure`.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from kernelbench_npu.spec import TaskSpec
+from verifier.backends.base import Availability, Backend, CompileOutcome, GateCapability, SeedItem
+from verifier.backends.pymodule import import_candidate, model_new_class
+from verifier.backends.scaffolds import read_scaffold, scaffold_sections
+from verifier.backends.small_shapes import shrink_task_source
+from verifier.backends.triton_ascend import device as npu
+from verifier.backends.triton_ascend.diagnostics import syntax_error
+from verifier.backends.triton_ascend.features import ascend_only_features, missing_npu_modules, npu_modules_reason
+from verifier.backends.triton_ascend.toolchain import locate, target_soc, toolchain_problem
+from verifier.backends.triton_backend import TritonBackend, count_launches, set_interpreter, triton_version
+from verifier.toolchains import ToolchainError, toolchains_root
+
+NAME = "triton-ascend"
+INTERPRETER_HINT = "pip install 'evokernel[triton]' (upstream Triton's interpreter)"
+
+
+class TritonAscendBackend(Backend):
+    name = NAME
+    static_imports = frozenset({"triton", "triton.language", "triton.language.math", "triton.language.extra",
+                                "triton.language.extra.libdevice", "triton.language.extra.ascend",
+                                "triton.language.extra.ascend.libdevice"})
+
+    def __init__(self) -> None:
+        self.context: dict[str, str] = {}
+
+    # ---- parent side ---------------------------------------------------------------------------
+    def availability(self) -> Availability:
+        problem = toolchain_problem()
+        npu_ok, npu_note = npu.npu_ready()
+        compile_note = problem or locate().describe()
+        if npu_ok:
+            correctness = GateCapability("correctness", True, f"NPU ({npu_note})")
+        elif triton_version() is not None:
+            correctness = GateCapability("correctness", True, "upstream Triton interpreter, small shapes")
+        else:
+            correctness = GateCapability("correctness", False, f"needs {INTERPRETER_HINT}")
+        gates = (GateCapability("compile", not problem, compile_note), correctness,
+                 GateCapability("latency", npu_ok, "NPU events" if npu_ok else "needs torch_npu and an NPU"))
+        if problem or not npu_ok:
+            return Availability(self.name, False, problem or npu_note, gates)
+        return Availability(self.name, True, f"{compile_note}, {npu_note}", gates)
+
+    def availability_for(self, candidate_source: str, availability: Availability) -> Availability:
+        if npu.npu_ready()[0]:
+            return availability
+        features = ascend_only_features(candidate_source)
+        if not features:
+            return availability
+        note = (f"{', '.join(features)} (Ascend-only: triton-ascend compiles it, upstream Triton's interpreter "
+                f"cannot run it)")
+        gates = tuple(GateCapability(g.gate, False, note) if g.gate == "correctness" else g for g in availability.gates)
+        return Availability(availability.backend, availability.available, availability.reason, gates)
+
+    def scaffold(self, task: TaskSpec | None = None) -> str:
+        return read_scaffold(NAME, task)
+
+    def seed_items(self) -> tuple[SeedItem, ...]:
+        return tuple(SeedItem(title=f"Triton on Ascend: {title}", body=body, category="api")
+                     for title, body in scaffold_sections(NAME))
+
+    def precheck(self, candidate_source: str) -> str:
+        problem = syntax_error(candidate_source) or TritonBackend().precheck(candidate_source)
+        if problem:
+            return problem
+        missing = missing_npu_modules(candidate_source)
+        return npu_modules_reason(missing) if missing else ""
+
+    def compile_context(self, task: TaskSpec) -> dict[str, str]:
+        return {"task_source": task.source, "toolchains": str(toolchains_root()), "soc": target_soc(),
+                "device": "npu" if npu.npu_ready()[0] else "cpu"}
+
+    def sandbox_paths(self) -> tuple[str, ...]:
+        """The toolchain environments (its Python, triton-ascend, bishengir-compile) and CANN when present."""
+        paths = [str(toolchains_root())]
+        cann = os.environ.get("ASCEND_HOME_PATH") or os.environ.get("ASCEND_TOOLKIT_HOME")
+        return tuple(paths + ([cann] if cann else []))
+
+    def correctness_task_source(self, task_source: str) -> str:
+        return task_source if npu.npu_ready()[0] else shrink_task_source(task_source)
+
+    # ---- child side ----------------------------------------------------------------------------
+    def configure(self, context: dict[str, str]) -> None:
+        self.context = dict(context)
+
+    def _on_npu(self) -> bool:
+        return self.context.get("device") == "npu"
+
+    def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
+        from verifier.backends.triton_ascend.gate import compile_gate
+
+        start = time.perf_counter()
+        problem = self.precheck(candidate_source)
+        if problem:
+            return CompileOutcome(False, problem, time.perf_counter() - start)
+        if "task_source" not in self.context:
+            return CompileOutcome(False, "triton-ascend: the compile gate needs the task (compile_context)", 0.0)
+        try:
+            root = Path(self.context["toolchains"]) if self.context.get("toolchains") else None
+            toolchain = locate(root, self.context.get("soc"))
+        except ToolchainError as exc:
+            return CompileOutcome(False, f"triton-ascend: {exc}", time.perf_counter() - start)
+        return compile_gate(candidate_source, self.context["task_source"], toolchain, build_dir / "triton-ascend",
+                            timeout_s)
+
+    def before_sandbox(self) -> None:
+        if self._on_npu():
+            toolchain = locate(Path(self.context["toolchains"]), self.context.get("soc"))
+            tools = (str(toolchain.bishengir_bin),) + ((str(toolchain.hivmc.parent),) if toolchain.hivmc else ())
+            npu.activate_triton_ascend(str(toolchain.site_packages), tools)
+        else:
+            set_interpreter(True)
+        count_launches()
+
+    def load(self, candidate_source: str, build_dir: Path) -> type:
+        if not self._on_npu():
+            features = ascend_only_features(candidate_source)
+            if features:  # the gate plan normally stops before load; this guards direct use
+                raise RuntimeError(f"correctness unavailable here: {', '.join(features)} is Ascend-only")
+            if triton_version() is None:
+                raise RuntimeError(f"triton-ascend: correctness here needs {INTERPRETER_HINT}")
+            set_interpreter(True)
+        return model_new_class(import_candidate(candidate_source, build_dir, "triton_ascend"), self.name)
+
+    def exec_after_load(self) -> str:
+        return "triton-ascend JIT-compiles kernels (bishengir-compile, hivmc) at first launch" if self._on_npu() else ""
+
+    def device(self) -> str:
+        return "npu" if self._on_npu() else "cpu"
+
+    def synchronize(self) -> None:
+        if self._on_npu():
+            npu.npu_synchronize()
+
+    def timer(self) -> Callable[[Callable[[], Any]], float]:
+        return npu.npu_timer() if self._on_npu() else super().timer()
+
+
+__all__ = ["TritonAscendBackend"]
