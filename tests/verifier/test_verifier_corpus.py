@@ -43,11 +43,13 @@ class KnownFalseRejection(Exception):
     """Raised when an honest candidate is rejected exactly as KNOWN_FALSE_REJECTIONS says."""
 
 
-RECEIVER_BLIND = "Python policy: a method call counts as tensor compute by its name, whatever the receiver"
-HELPER_PHASE = "Python policy: every def but __init__ is per-call code, even a helper run only at import or in __init__"
-NATIVE_PARAMS = ("compile gate: native sources are read statically only from literals and module constants, "
-                 "not through a helper's parameters")
-CUDA_HEADERS = "cuda compile gate: the local torch is a CPU build, without the c10/cuda and ATen/cuda headers"
+NATIVE_PARAMS = ("compile gate: native sources and extension names are read without running the candidate, only "
+                 "from literals and module constants, not through a build helper's parameters")
+STREAM_AS_COMPUTE = ("native policy: getting the current CUDA stream (c10::cuda / at::cuda::getCurrentCUDAStream) "
+                     "counts as ATen/torch compute; behind it, the cuda compile gate: the local torch is a CPU build "
+                     "without the c10/cuda and ATen/cuda headers")
+BUILTIN_TYPEINFO = ("native policy: typeinfo of a builtin type (_ZTIPKc, _ZTIb: a throw of a string literal or a bool "
+                    "in torch's headers) is read as a call outside the allowed C++ namespaces")
 TRITON_STDLIB = ("triton without a GPU: the AOT compile imports triton.language with TRITON_INTERPRET=0 in the same "
                  "child, so its @jit'd standard library (tl.sum, tl.max, tl.zeros...) stays compiled-mode and the "
                  "interpreter refuses to call it from an interpreted kernel")
@@ -57,17 +59,13 @@ NOT_IN_SCOPE = "Cannot call @triton.jit'd outside of the scope of a kernel"
 # Each entry is a strict xfail with its cause: fixing the cause makes the test XPASS, which fails the run
 # until the entry is removed; a rejection for any other reason fails it too.
 KNOWN_FALSE_REJECTIONS = {
-    "honest_cpu_math_prod_numel": FalseRejection("hack", ".prod() computes with torch", RECEIVER_BLIND),
-    "honest_cpu_math_ceil_chunks": FalseRejection("hack", ".ceil() computes with torch", RECEIVER_BLIND),
-    "honest_cpu_attention_math_sqrt": FalseRejection("hack", ".sqrt() computes with torch", RECEIVER_BLIND),
-    "honest_cpu_helper_built_library": FalseRejection("hack", ".softmax() computes with torch", RECEIVER_BLIND),
-    "honest_triton_math_prod_numel": FalseRejection("hack", ".prod() computes with torch", RECEIVER_BLIND),
-    "honest_triton_math_ceil_grid": FalseRejection("hack", ".ceil() computes with torch", RECEIVER_BLIND),
-    "honest_cpu_init_helper_rng": FalseRejection("hack", "random numbers (randn) outside __init__", HELPER_PHASE),
-    "honest_cuda_build_helper": FalseRejection("hack", "load_inline() computes with torch", HELPER_PHASE),
+    "honest_cuda_build_helper": FalseRejection("compile", "name must be a string literal", NATIVE_PARAMS),
     "honest_cpu_build_helper_params": FalseRejection("compile", "not a static constant", NATIVE_PARAMS),
-    "honest_cuda_stream_header": FalseRejection("compile", "c10/cuda", CUDA_HEADERS),
-    "honest_cuda_context_header": FalseRejection("compile", "ATen/cuda", CUDA_HEADERS),
+    "honest_cuda_stream_header": FalseRejection("hack", "c10::cuda::getCurrentCUDAStream: ATen/torch compute",
+                                                STREAM_AS_COMPUTE),
+    "honest_cuda_context_header": FalseRejection("hack", "at::cuda::getCurrentCUDAStream: ATen/torch compute",
+                                                 STREAM_AS_COMPUTE),
+    "honest_cuda_kernelbench_layout": FalseRejection("hack", "the built code calls _ZTIPKc", BUILTIN_TYPEINFO),
     "honest_triton_softmax_rows": FalseRejection("correctness", NOT_IN_SCOPE, TRITON_STDLIB),
     "honest_triton_layernorm_params": FalseRejection("correctness", NOT_IN_SCOPE, TRITON_STDLIB),
     "honest_triton_two_kernels": FalseRejection("correctness", NOT_IN_SCOPE, TRITON_STDLIB),

@@ -23,7 +23,8 @@ SEED = 20261121
 # Solutions the verifier rejects although they are right: even the float64-exact answer (model and
 # inputs in float64, rounded to float32) fails these checks against torch's float32 reference, so
 # only a bit-level replica of torch's own rounding could pass. {task id: (gate, text of the reason)}.
-# Remove an entry once the verifier is fixed: the test then fails, loudly, until it is removed.
+# Each is a strict xfail: once the verifier passes it the run fails (XPASS) until the entry is removed,
+# and a rejection for another reason fails it too.
 KNOWN_VERIFIER_REJECTIONS = {
     # small inputs: scores ~1e-6, so softmax(x) ~ 1/n everywhere and the "mean" trivial output is
     # within ~15 ulp of the reference; 0.01x of its error is below float32 rounding
@@ -31,8 +32,6 @@ KNOWN_VERIFIER_REJECTIONS = {
     # large inputs: the clamp to [-1, 1] comes after sums of ~1e3-sized terms, but the tolerance is
     # scaled by max|output| = 1, so float32 rounding of the sums (torch's too) exceeds it
     "L2/009_convtranspose2d_bias_hardtanh": ("correctness", "out of tolerance"),
-    # small inputs: logsumexp ~ log(n) + tiny per-row variation (~40 ulp): the trivial margin again
-    "L2/013_gemm_logsumexp": ("correctness", "is not far below that of a trivial output (mean"),
 }
 
 
@@ -46,15 +45,24 @@ def verdicts(bundled_cpu_build, verify_cache):
     pool.close()
 
 
-@pytest.mark.parametrize("task_id", list(SOLUTIONS))
+class KnownVerifierRejection(Exception):
+    """Raised when a known-good solution is rejected exactly as KNOWN_VERIFIER_REJECTIONS says."""
+
+
+def _param(task_id: str):
+    known = KNOWN_VERIFIER_REJECTIONS.get(task_id)
+    marks = [pytest.mark.xfail(raises=KnownVerifierRejection, strict=True,
+                               reason=f"known verifier false rejection at {known[0]}")] if known else []
+    return pytest.param(task_id, id=task_id, marks=marks)
+
+
+@pytest.mark.parametrize("task_id", [_param(t) for t in SOLUTIONS])
 def test_known_good_solution_passes_every_gate(task_id, verdicts):
     verdict = verdicts.get(task_id)
     assert not verdict.infrastructure_error, verdict.infrastructure_error
-    if task_id in KNOWN_VERIFIER_REJECTIONS:
-        gate, reason = KNOWN_VERIFIER_REJECTIONS[task_id]
-        assert not verdict.passed, f"{task_id} passes now: remove it from KNOWN_VERIFIER_REJECTIONS"
-        assert verdict.failed_gate == gate and reason in verdict.feedback, verdict.feedback
-        pytest.xfail(f"known verifier false rejection at {gate}")
+    gate, reason = KNOWN_VERIFIER_REJECTIONS.get(task_id, ("", ""))
+    if gate and verdict.failed_gate == gate and reason in verdict.feedback:
+        raise KnownVerifierRejection(verdict.feedback)
     assert verdict.passed, verdict.feedback
     assert [g.name for g in verdict.gates] == ["hack", "compile", "correctness", "latency"]
     assert verdict.latency is not None and verdict.latency.candidate_ms > 0
