@@ -27,7 +27,7 @@ from verifier.gates import compile as compile_gate
 from verifier.gates.correctness import Tolerance, check_trials
 from verifier.gates.hack import runtime_failure
 from verifier.gates.hack_build import policy_gate
-from verifier.gates.latency import latency_gate, summarise, validate_times
+from verifier.gates.latency import audit_problem, latency_gate, summarise, validate_times
 from verifier.result import GateResult, LatencyResult, SessionFacts
 from verifier.sandbox import messages as msg
 from verifier.sandbox.channel import ChannelClosed, ChannelError, ChannelTimeout
@@ -230,6 +230,10 @@ class Session:
         if post.mismatch:
             return runtime_failure("outputs after the timed loop are wrong (call-count drift or replay)", wall,
                                    detail=post.mismatch)
+        problem = audit_problem(timing.audit, self.settings.latency_rounds * self.settings.calls_per_round,
+                                check_trials(timing.audit, self._reference, self.tol))
+        if problem:
+            return runtime_failure(problem, wall)
         self.latency = summarise(times, self.settings.bootstrap_resamples, self.settings.plausibility_bound)
         return latency_gate(self.latency, time.perf_counter() - start)
 

@@ -4,9 +4,14 @@ Compile gate: the CUDA and host sources are read statically from the candidate's
 call (never executed for this) and compiled with nvcc for the target architecture (sm_90 unless
 ``TORCH_CUDA_ARCH_LIST`` or the present GPU says otherwise) against torch's headers, with
 ``-Xptxas -v`` so register / shared-memory errors and spills reach the LLM. This works on a
-machine without a GPU. Correctness and latency need a GPU: ``load`` imports the candidate, whose
-load_inline builds into a private ``TORCH_EXTENSIONS_DIR`` under build_dir; the timer uses CUDA
-events with an L2 flush before each call.
+machine without a GPU. Sources that include torch's CUDA-only headers (KernelBench layout:
+``<c10/cuda/CUDAStream.h>``, ``<ATen/cuda/CUDAContext.h>``) compile against the include tree of
+torch's CUDA wheel fetched by ``evokernel toolchain fetch-cuda-headers``
+(verifier.backends.cuda_headers) when the local torch is a CPU build; the passing compile gate's
+reason names the headers used, and without fetched headers such sources get "compile unavailable
+here" with the command to run. Correctness and latency need a GPU: ``load`` imports the
+candidate, whose load_inline builds into a private ``TORCH_EXTENSIONS_DIR`` under build_dir; the
+timer uses CUDA events with an L2 flush before each call.
 """
 
 from __future__ import annotations
@@ -26,8 +31,9 @@ from types import ModuleType
 from typing import Any, Callable
 
 from kernelbench_npu.spec import TaskSpec
-from verifier.backends.base import Availability, Backend, CompileOutcome, GateCapability
+from verifier.backends import cuda_headers
 from verifier.backends import cuda_policy
+from verifier.backends.base import Availability, Backend, CompileOutcome, GateCapability
 from verifier.backends.cuda_sources import CandidateFormatError, InlineExtension, extract_inline_extensions
 from verifier.backends.gpu_timing import cuda_event_timer, gpu_present
 from verifier.backends.pymodule import import_candidate, model_new_class
@@ -38,15 +44,18 @@ from verifier.sandbox.compile_cache import CacheEntry
 DEFAULT_ARCH = "sm_90"
 _PTXAS_FUNC = re.compile(r"Compiling entry function '(\w+)' for '(\w+)'")
 _PTXAS_USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
+CXX_STD = "-std=c++20"  # what torch 2.13's cpp_extension builds with (its headers use C++20 features)
 _PTXAS_SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
 _HINTS = {
     "too much shared data": "static __shared__ arrays are limited to 48 KB per block; use a smaller tile "
                             "or dynamic shared memory (extern __shared__ + cudaFuncSetAttribute).",
-    "cuda_cmake_macros.h": "this compile host's torch has no CUDA headers (CPU-only build): do not include "
-                           "<ATen/cuda/...> or <c10/cuda/...>; launch kernels on the default stream "
-                           "(kernel<<<blocks, threads>>>).",
+    "cuda_cmake_macros.h": "this compile host's torch has no CUDA headers (CPU-only build): run `evokernel "
+                           "toolchain fetch-cuda-headers` once, or launch kernels on the default stream "
+                           "(kernel<<<blocks, threads>>>) without <ATen/cuda/...> or <c10/cuda/...>.",
     "cusparse.h": "this compile host's CUDA toolkit has no cuBLAS/cuSPARSE headers: do not include "
                   "<ATen/cuda/CUDAContext.h>; launch kernels on the default stream (kernel<<<blocks, threads>>>).",
+    "cublas": "cuBLAS/cuSPARSE/cuSOLVER are only declared by a stub on this compile host (no math-library "
+              "headers): write the kernel yourself instead of calling the library.",
     "too many resources requested": "the block needs more registers than the SM has; use fewer threads "
                                     "per block or __launch_bounds__.",
 }
@@ -95,13 +104,42 @@ def arch_list_entry(arch: str) -> str:
     return f"{digits[:-1]}.{digits[-1]}{suffix}"
 
 
-def _torch_flags() -> tuple[list[str], list[str]]:
-    """Include flags and the nvcc defines torch's extension build uses."""
+def _torch_flags(headers: cuda_headers.HeaderChoice) -> tuple[list[str], list[str]]:
+    """Include flags (the local torch's, or the fetched CUDA tree chosen for this source) and the
+    nvcc defines torch's extension build uses."""
     from torch.utils import cpp_extension
 
-    includes = [f"-I{p}" for p in cpp_extension.include_paths()] + [f"-I{sysconfig.get_paths()['include']}"]
+    paths = headers.include_dirs or cpp_extension.include_paths()
+    includes = [f"-I{p}" for p in paths] + [f"-I{sysconfig.get_paths()['include']}"]
     nvcc_defines = list(getattr(cpp_extension, "COMMON_NVCC_FLAGS", []))
     return includes, nvcc_defines
+
+
+def _cuda_include(nvcc: str, headers: cuda_headers.HeaderChoice) -> list[str]:
+    """The host unit (g++) sees the toolkit's headers too when it includes torch's CUDA headers."""
+    if not headers.include_dirs:
+        return []
+    home = Path(nvcc).resolve().parent.parent
+    return [f"-I{d}" for d in (home / "include", home / "targets" / "x86_64-linux" / "include") if d.is_dir()]
+
+
+def nvcc_command(nvcc: str, arch: str, unit: str, define: str, headers: cuda_headers.HeaderChoice,
+                 phase: tuple[str, ...]) -> list[str]:
+    """nvcc's argv for one CUDA unit; ``phase`` is ("-c", "-o", OBJ) for the gate, ("-E", ...) to
+    preprocess only."""
+    includes, nvcc_defines = _torch_flags(headers)
+    return [nvcc, f"-arch={arch}", *phase, unit, "-Xptxas", "-v", CXX_STD, "-Xcompiler", "-fPIC", define,
+            "-DTORCH_API_INCLUDE_EXTENSION_H", *nvcc_defines, *includes,
+            *[f"-Xcompiler=-idirafter,{d}" for d in headers.after_dirs]]
+
+
+def host_command(nvcc: str, unit: str, define: str, headers: cuda_headers.HeaderChoice,
+                 phase: tuple[str, ...] = ("-fsyntax-only",)) -> list[str]:
+    """The host compiler's argv for the load_inline C++ unit (syntax check only: never linked here)."""
+    includes, _ = _torch_flags(headers)
+    cxx = os.environ.get("CXX") or shutil.which("g++") or "c++"
+    return [cxx, *phase, CXX_STD, "-fPIC", define, "-DTORCH_API_INCLUDE_EXTENSION_H", *includes,
+            *[f"-idirafter{d}" for d in headers.after_dirs], *_cuda_include(nvcc, headers), unit]
 
 
 def ptxas_summary(output: str) -> str:
@@ -143,6 +181,17 @@ class CudaBackend(Backend):
     def scaffold(self, task: TaskSpec | None = None) -> str:
         return read_scaffold("cuda", task)
 
+    def __init__(self) -> None:
+        self.context: dict[str, str] = {}  # compile_context's dict, in the sandbox child
+
+    def compile_context(self, task: TaskSpec) -> dict[str, str]:
+        """Where fetched CUDA headers live, resolved with the user's environment (the sandbox child
+        runs with a private HOME)."""
+        return {"cuda_headers_root": str(cuda_headers.cache_root())}
+
+    def configure(self, context: dict[str, str]) -> None:
+        self.context = dict(context)
+
     def precheck(self, candidate_source: str) -> str:
         try:
             extract_inline_extensions(candidate_source)
@@ -153,7 +202,15 @@ class CudaBackend(Backend):
     def cache_entries(self, candidate_source: str) -> tuple[CacheEntry, ...]:
         if gpu_present()[0] or find_nvcc() is None:
             return ()  # a GPU build also leaves torch's extension dir, which is private to the verification
-        digest, key = _digests(target_arch(), nvcc_version(find_nvcc()), candidate_source)
+        try:
+            extensions = extract_inline_extensions(candidate_source)
+        except CandidateFormatError:
+            return ()
+        headers = cuda_headers.choose([e.cuda_sources + "\n" + e.cpp_sources for e in extensions], find_nvcc(),
+                                      cuda_headers.installed())
+        if headers.unavailable:
+            return ()
+        digest, key = _digests(target_arch(), nvcc_version(find_nvcc()), candidate_source, headers.key)
         return (CacheEntry(key, f"cuda-{digest}"),)
 
     def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
@@ -166,7 +223,12 @@ class CudaBackend(Backend):
         if nvcc is None:
             return CompileOutcome(False, "cuda: nvcc not found (set CUDA_HOME)", time.perf_counter() - start)
         arch = target_arch()
-        digest, _ = _digests(arch, nvcc_version(nvcc), candidate_source)
+        root = self.context.get("cuda_headers_root")
+        headers = cuda_headers.choose([e.cuda_sources + "\n" + e.cpp_sources for e in extensions], nvcc,
+                                      cuda_headers.installed(root=Path(root) if root else None))
+        if headers.unavailable:
+            return CompileOutcome(False, headers.unavailable, time.perf_counter() - start)
+        digest, _ = _digests(arch, nvcc_version(nvcc), candidate_source, headers.key)
         work = build_dir / f"cuda-{digest}"
         marker = work / "compile-ok.txt"
         gpu = gpu_present()[0]
@@ -176,35 +238,33 @@ class CudaBackend(Backend):
         gpu_units = cuda_policy.gpu_units(build_dir / "torch_extensions", extensions) if gpu else ()
         if marker.is_file():
             return CompileOutcome(True, marker.read_text(), time.perf_counter() - start, cached=True, artifacts=(str(work),),
-                                  units=cuda_policy.compile_only_units(extensions, work) + gpu_units)
+                                  units=cuda_policy.compile_only_units(extensions, work) + gpu_units, note=headers.note)
         work.mkdir(parents=True, exist_ok=True)
-        runs = self._compile_units(nvcc, arch, extensions, work, timeout_s)
+        runs = self._compile_units(nvcc, arch, extensions, work, timeout_s, headers)
         seconds = time.perf_counter() - start
         failed = [r for r in runs if not r.ok]
         if failed:
-            return CompileOutcome(False, _failure_feedback(failed, work), seconds)
+            feedback = _failure_feedback(failed, work)
+            return CompileOutcome(False, feedback + (f"\n{headers.note}" if headers.note else ""), seconds,
+                                  note=headers.note)
         cuda_policy.write_records(extensions, work)
         summary = ptxas_summary("\n".join(r.stderr + r.stdout for r in runs))
         marker.write_text(summary)
         return CompileOutcome(True, summary, seconds, artifacts=(str(work),),
-                              units=cuda_policy.compile_only_units(extensions, work) + gpu_units)
+                              units=cuda_policy.compile_only_units(extensions, work) + gpu_units, note=headers.note)
 
     def _compile_units(self, nvcc: str, arch: str, extensions: tuple[InlineExtension, ...], work: Path,
-                       timeout_s: float) -> list[ToolRun]:
-        includes, nvcc_defines = _torch_flags()
+                       timeout_s: float, headers: cuda_headers.HeaderChoice) -> list[ToolRun]:
         jobs: list[list[str]] = []
         for i, ext in enumerate(extensions):
             define = f"-DTORCH_EXTENSION_NAME={ext.name}"
             cu, cpp = work / f"{ext.name}_{i}.cu", work / f"{ext.name}_{i}.cpp"
             cu.write_text(ext.cuda_unit())
-            jobs.append([nvcc, f"-arch={arch}", "-c", cu.name, "-o", f"{cu.stem}.cuda.o", "-Xptxas", "-v",
-                         "-std=c++17", "-Xcompiler", "-fPIC", define, "-DTORCH_API_INCLUDE_EXTENSION_H",
-                         *cuda_policy.NVCC_KEEP, *nvcc_defines, *includes])  # keeps what the build checks read
+            jobs.append(nvcc_command(nvcc, arch, cu.name, define, headers,
+                                     ("-c", "-o", f"{cu.stem}.cuda.o", *cuda_policy.NVCC_KEEP)))  # keeps what the build checks read
             if ext.cpp_sources.strip() or ext.functions:
                 cpp.write_text(ext.cpp_unit())
-                cxx = os.environ.get("CXX") or shutil.which("g++") or "c++"
-                jobs.append([cxx, "-fsyntax-only", "-std=c++17", "-fPIC", define, *cuda_policy.GXX_KEEP,
-                             "-DTORCH_API_INCLUDE_EXTENSION_H", *includes, cpp.name])
+                jobs.append(host_command(nvcc, cpp.name, define, headers, ("-fsyntax-only", *cuda_policy.GXX_KEEP)))
         with ThreadPoolExecutor(max_workers=2) as pool:
             return list(pool.map(lambda argv: run_tool(argv, work, timeout_s), jobs))
 
@@ -219,8 +279,9 @@ class CudaBackend(Backend):
         return model_new_class(import_candidate(candidate_source, build_dir, "cuda"), self.name)
 
     def sandbox_paths(self) -> tuple[str, ...]:
-        nvcc = find_nvcc()
-        return (str(Path(nvcc).resolve().parents[1]),) if nvcc else ()
+        nvcc = find_nvcc()  # the toolkit, and torch's CUDA headers when fetched (evokernel toolchain fetch-cuda-headers)
+        headers = cuda_headers.cache_root()
+        return ((str(Path(nvcc).resolve().parents[1]),) if nvcc else ()) + ((str(headers),) if headers.is_dir() else ())
 
     def before_sandbox(self) -> None:
         count_extension_calls()  # before the candidate imports load_inline
@@ -294,16 +355,16 @@ def _gpu_build(candidate_source: str, build_dir: Path) -> str:
     return ""
 
 
-def _digests(arch: str, nvcc_release: str, candidate_source: str) -> tuple[str, str]:
+def _digests(arch: str, nvcc_release: str, candidate_source: str, headers_key: str) -> tuple[str, str]:
     """(the build directory's short digest, the compile-cache key: arch, nvcc and torch's headers too)."""
     from importlib import metadata
 
-    digest = hashlib.sha256(f"{arch}\0{candidate_source}".encode()).hexdigest()[:20]
+    digest = hashlib.sha256(f"{arch}\0{headers_key}\0{candidate_source}".encode()).hexdigest()[:20]
     try:
         torch_version = metadata.version("torch")
     except metadata.PackageNotFoundError:
         torch_version = "?"
-    key = hashlib.sha256(f"{arch}\0{nvcc_release}\0{torch_version}\0{candidate_source}".encode()).hexdigest()
+    key = hashlib.sha256(f"{arch}\0{nvcc_release}\0{torch_version}\0{headers_key}\0{candidate_source}".encode()).hexdigest()
     return digest, key
 
 

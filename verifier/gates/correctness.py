@@ -5,17 +5,19 @@ Per output of every trial, all must hold: same count, dtype and shape; finite wh
 reference is finite (trials whose reference is non-finite are skipped unless they use the task's
 own inputs, where the non-finite pattern must match); elementwise ``|c - r| <= atol * max(1,
 max|r|) + rtol * |r|``; relative L2 error ``<= rtol``; and the scale-aware check: the error is at
-most ``trivial_margin`` times the error of trivial outputs (zeros, the mean, an input copy).
+most ``trivial_margin`` times the error of trivial outputs (zeros, the mean, an input copy); on
+the correctness trials, the float64 precision check (verifier.gates.fp64_check).
 The first mismatch is localised (trial, distribution, output, index, expected, got).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import numpy as np
 
+from verifier.gates import fp64_check
 from verifier.result import GateResult
 from verifier.sandbox.messages import ReferenceOutputs, TrialOutputs
 
@@ -36,6 +38,7 @@ class TrialCheck:
     index: int
     mismatch: str = ""
     skipped: bool = False
+    fp64_ratio: float | None = None  # worst float64 ratio of the trial's outputs (None: not checked)
 
 
 @dataclass(frozen=True)
@@ -45,22 +48,33 @@ class TrialChecks:
     checked: int
     skipped: int
     mismatch: str = ""
+    fp64_worst: float | None = None  # worst float64 ratio over the trials (None: no float64 reference)
+    fp64_note: str = ""  # why the reference worker sent no float64 reference
 
     def gate(self, seconds: float) -> GateResult:
-        return correctness_gate(self.mismatch or None, seconds, self.checked, self.skipped)
+        gate = correctness_gate(self.mismatch or None, seconds, self.checked, self.skipped, self.fp64_worst)
+        if not self.fp64_note:
+            return gate
+        return replace(gate, detail=f"{gate.detail}; float64 check skipped: {self.fp64_note}")
 
 
 def check_trials(trials: Sequence[TrialOutputs], reference: Callable[[int], ReferenceOutputs],
                  tol: Tolerance) -> TrialChecks:
     checked = skipped = 0
+    worst: float | None = None
+    note = ""
     for cand in trials:
-        check = compare_trial(cand, reference(cand.index), tol)
+        ref = reference(cand.index)
+        check = compare_trial(cand, ref, tol)
         if check.mismatch:
-            note = f" ({PROBE_NOTE})" if cand.kind == "perturb" else ""
-            return TrialChecks(checked, skipped, check.mismatch + note)
+            probe = f" ({PROBE_NOTE})" if cand.kind == "perturb" else ""
+            return TrialChecks(checked, skipped, check.mismatch + probe, worst)
         skipped += check.skipped
         checked += not check.skipped
-    return TrialChecks(checked, skipped)
+        if check.fp64_ratio is not None:
+            worst = max(worst or 0.0, check.fp64_ratio)
+        note = note or ref.fp64.note
+    return TrialChecks(checked, skipped, fp64_worst=worst, fp64_note=note)
 
 
 def compare_trial(cand: TrialOutputs, ref: ReferenceOutputs, tol: Tolerance) -> TrialCheck:
@@ -83,7 +97,11 @@ def compare_trial(cand: TrialOutputs, ref: ReferenceOutputs, tol: Tolerance) -> 
         problem = _compare_values(c, r, r_finite, tol, ref.trivial[k] if k < len(ref.trivial) else {})
         if problem:
             return TrialCheck(cand.index, f"{label}: {problem}")
-    return TrialCheck(cand.index)
+    if not ref.fp64.corrections:  # sent for the check trials (verifier.sandbox.reference_worker)
+        return TrialCheck(cand.index)
+    precision = fp64_check.check_outputs(cand.arrays, ref)
+    return TrialCheck(cand.index, f"{where}, {precision.mismatch}" if precision.mismatch else "",
+                      fp64_ratio=precision.ratio)
 
 
 def _label(cand: TrialOutputs) -> str:
@@ -124,8 +142,11 @@ def _compare_values(c: np.ndarray, r: np.ndarray, mask: np.ndarray, tol: Toleran
     return ""
 
 
-def correctness_gate(mismatch: str | None, seconds: float, checked: int, skipped: int) -> GateResult:
+def correctness_gate(mismatch: str | None, seconds: float, checked: int, skipped: int,
+                     fp64_worst: float | None = None) -> GateResult:
     if mismatch:
         return GateResult("correctness", False, mismatch[:300], seconds, detail=mismatch)
     note = f"{checked} trials matched" + (f", {skipped} skipped (reference non-finite)" if skipped else "")
+    if fp64_worst is not None:
+        note += f"; float64 check: worst error ratio {fp64_worst:.1f}x (limit {fp64_check.MAX_RATIO:g}x)"
     return GateResult("correctness", True, "", seconds, detail=note)

@@ -7,6 +7,9 @@ The child passes the backend's ``timer()`` (a synchronized wall clock on the CPU
 after an L2 flush on a GPU, verifier.backends.gpu_timing) and ``fresh_inputs`` already placed on
 the backend's device, so input generation and the host-to-device copy stay outside the timed call.
 
+The random-iteration audit (verifier.sandbox.audit) plants two trials at secret timed calls; their
+outputs, kept untimed, must match the reference (:func:`audit_problem`).
+
 The plausibility bound (VerifySettings.plausibility_bound, default 10x, KernelBench's review
 threshold) and noisy timing (either side's IQR/median above 25%) flag a speedup for review; neither
 fails the gate.
@@ -18,8 +21,10 @@ import statistics
 
 import numpy as np
 
+from verifier.gates.correctness import TrialChecks
 from verifier.result import GateResult, LatencyResult
-from verifier.sandbox.messages import Timing
+from verifier.sandbox.audit import expected_audits
+from verifier.sandbox.messages import Timing, TrialOutputs
 from verifier.sandbox.timer import PairedTimes
 
 
@@ -68,6 +73,17 @@ def validate_times(timing: Timing, rounds: int, calls_per_round: int,
     if claimed_s > phase_wall_s * 1.05 + 0.05:
         return None, f"reported times ({claimed_s:.2f} s) exceed the wall clock of the timing phase ({phase_wall_s:.2f} s)"
     return PairedTimes(cand, ref), ""
+
+
+def audit_problem(audited: tuple[TrialOutputs, ...], timed_calls: int, checks: TrialChecks) -> str:
+    """Parent side of the random-iteration audit (verifier.sandbox.audit): "" when the audited timed
+    calls came back, as many as planned, each matching the reference for its planted inputs."""
+    if len(audited) != expected_audits(timed_calls) or any(t.kind != "audit" for t in audited):
+        return f"timing report has {len(audited)} audited calls, expected {expected_audits(timed_calls)}"
+    if checks.mismatch:
+        return ("the output of a timed call, audited at a secret random position, is wrong (the kernel skips, "
+                f"replays or caches work while timed): {checks.mismatch}")
+    return ""
 
 
 def latency_gate(result: LatencyResult, seconds: float) -> GateResult:

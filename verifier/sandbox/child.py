@@ -67,7 +67,7 @@ class Child:
         from verifier.sandbox import inputs as inp
         from verifier.sandbox import device_io, integrity, seccomp
 
-        problem = inp.load_problem(self.cfg.trials.task_source)
+        problem = inp.load_problem(self.cfg.trials.task_source, self.cfg.trials.dtype)
         integrity.warm_up()
         backend.before_sandbox()
         backend.synchronize()  # initialises the device context (driver threads) before the snapshot

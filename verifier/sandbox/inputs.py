@@ -1,10 +1,15 @@
 """Inputs for correctness and timing, generated identically in the reference worker and the
-sandbox child from (secret seed, trial index): the task's own ``get_inputs()`` fixes shapes,
-dtypes and non-float inputs; float tensors are redrawn from the trial's distribution.
+sandbox child from (secret seed, trial index): the task's own ``get_inputs()`` fixes shapes and
+non-float inputs, float tensors take the task's dtype and are redrawn from the trial's
+distribution. Models and inputs are built by :mod:`kernelbench_npu.instantiate`, the
+distributions come from :mod:`kernelbench_npu.distributions` (the task lint uses both too).
 
 The plan: ``correctness_trials`` trials cycling through DISTRIBUTIONS, one in-place perturbation
-probe of trial 0 (same storage, new values: output replay must fail), and POST_TIMING_TRIALS
-trials the child computes only after timing (outputs re-checked after the timed loop).
+probe of trial 0 (same storage, new values: output replay must fail), POST_TIMING_TRIALS
+trials the child computes only after timing (outputs re-checked after the timed loop), and two
+audit trials the child plants at secret positions among the timed calls (verifier.sandbox.audit):
+fresh normal inputs, then a near-duplicate of them (a few elements changed, so a cache keyed on
+sampled values returns a stale output).
 Child side only (imports torch).
 """
 
@@ -15,17 +20,19 @@ from dataclasses import dataclass
 
 import torch
 
+from kernelbench_npu import instantiate
+from kernelbench_npu.distributions import DISTRIBUTIONS, redraw
 from verifier.seeds import derive_seed
 
-DISTRIBUTIONS = ("task", "normal", "large", "small", "negative")
 POST_TIMING_TRIALS = 2
 PERTURB_FRACTION = 0.05
+NEAR_DUPLICATE_FRACTION = 0.001  # of the first float input's elements, at least one
 
 
 @dataclass(frozen=True)
 class Trial:
     index: int
-    kind: str  # "check" | "perturb" | "post"
+    kind: str  # "check" | "perturb" | "post" | "audit"
     distribution: str
 
 
@@ -34,63 +41,60 @@ def plan(correctness_trials: int) -> list[Trial]:
     trials.append(Trial(len(trials), "perturb", DISTRIBUTIONS[0]))
     for k in range(POST_TIMING_TRIALS):
         trials.append(Trial(len(trials), "post", "normal"))
+    trials.append(Trial(len(trials), "audit", "normal"))
+    trials.append(Trial(len(trials), "audit", "near-duplicate"))  # of the audit trial before it
     return trials
 
 
-def load_problem(source: str) -> types.ModuleType:
-    module = types.ModuleType("reference_problem")
-    exec(compile(source, "problem.py", "exec"), module.__dict__)
-    return module
+@dataclass(frozen=True)
+class Problem:
+    """The task's problem file, executed once, and the dtype the task runs in."""
+
+    module: types.ModuleType
+    dtype: str
+
+    @property
+    def Model(self) -> type:  # noqa: N802 - the problem file's name
+        return self.module.Model
 
 
-def build_models(problem: types.ModuleType, model_classes: list[type], init_seed: int) -> list[torch.nn.Module]:
-    """Each model built from the same seed and the same init inputs, in eval mode."""
-    torch.manual_seed(init_seed)
-    init_inputs = list(problem.get_init_inputs())
-    models = []
-    for cls in model_classes:
-        torch.manual_seed(init_seed)
-        models.append(cls(*init_inputs).eval())
-    return models
+def load_problem(source: str, dtype: str = "float32") -> Problem:
+    return Problem(instantiate.load_module(source, "problem.py"), dtype)
 
 
-def _redraw(t: torch.Tensor, distribution: str, gen: torch.Generator) -> torch.Tensor:
-    if distribution == "task" or not t.is_floating_point():
-        return t
-    base = torch.randn(t.shape, generator=gen, dtype=torch.float32)
-    if distribution == "large":
-        base = base * 1e3
-    elif distribution == "small":
-        base = base * 1e-3
-    elif distribution == "negative":
-        base = -base.abs() - 1e-3
-    return base.to(t.dtype).contiguous()
+def build_models(problem: Problem, model_classes: list[type], init_seed: int) -> list[torch.nn.Module]:
+    """Each model built from the same seed and the same init inputs, in eval mode, in the task's dtype."""
+    return instantiate.build_models(problem.module, model_classes, problem.dtype, init_seed)
 
 
-def make_inputs(problem: types.ModuleType, seed: int, trial: Trial) -> list:
-    torch.manual_seed(derive_seed(seed, "inputs", trial.index))
-    raw = list(problem.get_inputs())
+def make_inputs(problem: Problem, seed: int, trial: Trial) -> list:
+    raw = instantiate.make_inputs(problem.module, problem.dtype, derive_seed(seed, "inputs", trial.index))
     gen = torch.Generator().manual_seed(derive_seed(seed, "redraw", trial.index))
-    return [_redraw(x, trial.distribution, gen) if isinstance(x, torch.Tensor) else x for x in raw]
+    return [redraw(x, trial.distribution, gen) for x in raw]
 
 
-def perturb_in_place(inputs: list, seed: int) -> None:
-    """Change ~5% of the first float input's elements in place (same storage, new content)."""
+def perturb_in_place(inputs: list, seed: int, fraction: float = PERTURB_FRACTION, tag: str = "perturb") -> None:
+    """Change ``fraction`` (at least one) of the first float input's elements in place (same
+    storage, new content)."""
     for x in inputs:
         if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 0:
             flat = x.view(-1)
-            gen = torch.Generator().manual_seed(derive_seed(seed, "perturb"))
-            count = max(1, int(flat.numel() * PERTURB_FRACTION))
+            gen = torch.Generator().manual_seed(derive_seed(seed, tag))
+            count = max(1, int(flat.numel() * fraction))
             idx = torch.randperm(flat.numel(), generator=gen)[:count]
             flat[idx] = (-flat[idx] * 2.0 + 0.5).to(flat.dtype)
             return
 
 
-def inputs_for(problem: types.ModuleType, seed: int, trial: Trial) -> list:
+def inputs_for(problem: Problem, seed: int, trial: Trial) -> list:
     """The inputs of any trial, perturbation probe included (its base is trial 0)."""
     if trial.kind == "perturb":
         inputs = make_inputs(problem, seed, Trial(0, "check", DISTRIBUTIONS[0]))
         perturb_in_place(inputs, seed)
+        return inputs
+    if trial.distribution == "near-duplicate":
+        inputs = make_inputs(problem, seed, Trial(trial.index - 1, trial.kind, "normal"))
+        perturb_in_place(inputs, seed, NEAR_DUPLICATE_FRACTION, "near-duplicate")
         return inputs
     return make_inputs(problem, seed, trial)
 

@@ -7,8 +7,9 @@ code past this module reads a raw header. A frame that does not parse is a :clas
 (a forged or corrupted result: the session treats it as a runtime integrity violation).
 
 Parent -> child at start: ChildConfig (ReferenceConfig for the reference worker), read without a
-nonce check since it carries the nonce. Child -> parent: CompileReport, LoadReport, TrialBatch (correctness), Timing (latency, with the
-post-timing trials), IntegrityViolation, CandidateError. Reference worker -> parent:
+nonce check since it carries the nonce. Child -> parent: CompileReport, LoadReport, TrialBatch
+(correctness), Timing (latency, with the post-timing trials and the audited timed calls),
+IntegrityViolation, CandidateError. Reference worker -> parent:
 ReferenceOutputs per trial, then ReferenceDone. Parent -> child: Go (start timing); a child the parent
 no longer needs is killed, not asked to stop.
 """
@@ -74,7 +75,7 @@ class CompileReport:
     seconds: float
     cached: bool = False
     compiled: bool = True  # False: no compiler ran here (the gate plan marks compile unavailable)
-    note: str = ""  # what a passing compile reached, when it is not a full build (triton-ascend: HIVM)
+    note: str = ""  # what a passing compile reached or used (triton-ascend: HIVM; cuda: which headers)
     artifacts: tuple[tuple[str, str], ...] = ()  # (path in the build dir, sha256): for the compile cache
     policy: tuple[str, ...] = ()  # build-policy findings (verifier.gates.hack_build): a hack failure
 
@@ -96,7 +97,7 @@ class TrialOutputs:
     """The candidate's outputs for one trial (arrays on the CPU, in output order)."""
 
     index: int
-    kind: str  # "check" | "perturb" | "post"
+    kind: str  # "check" | "perturb" | "post" | "audit"
     distribution: str
     dtypes: tuple[str, ...]
     arrays: tuple[np.ndarray, ...]
@@ -110,12 +111,14 @@ class TrialBatch:
 
 @dataclass(frozen=True)
 class Timing:
-    """Per-round medians of interleaved calls, and the trials recomputed after the timed loop."""
+    """Per-round medians of interleaved calls, the trials recomputed after the timed loop and the
+    outputs of the audited timed calls (verifier.sandbox.audit)."""
 
     KIND: ClassVar[str] = "latency"
     candidate_ms: tuple[float, ...]
     reference_ms: tuple[float, ...]
     post: tuple[TrialOutputs, ...]
+    audit: tuple[TrialOutputs, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -134,12 +137,25 @@ class CandidateError:
 
 
 @dataclass(frozen=True)
+class Fp64Reference:
+    """The float64 run of the reference for one trial (verifier.gates.fp64_check).
+
+    ``corrections[k]`` is ``r64 - r`` for output k as float32 (empty where output k is not a float);
+    no corrections at all when the float64 model could not run, with the reason in ``note``."""
+
+    corrections: tuple[np.ndarray, ...] = ()
+    work: float = 1.0  # input and parameter elements per output element
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class ReferenceOutputs:
     KIND: ClassVar[str] = "reference"
     index: int
     dtypes: tuple[str, ...]
     arrays: tuple[np.ndarray, ...]
     trivial: tuple[dict[str, float], ...]  # per output: errors of trivial predictors (zeros, mean, copy)
+    fp64: Fp64Reference = Fp64Reference()
 
 
 @dataclass(frozen=True)
@@ -196,13 +212,16 @@ def _encode_batch(message: TrialBatch) -> tuple[dict, list]:
 
 def _encode_timing(message: Timing) -> tuple[dict, list]:
     metas, arrays = _encode_trials(message.post)
+    audit_metas, audit_arrays = _encode_trials(message.audit)
     return {"candidate_ms": list(message.candidate_ms), "reference_ms": list(message.reference_ms),
-            "post": metas}, arrays
+            "post": metas, "audit": audit_metas}, arrays + audit_arrays
 
 
 def _encode_reference(message: ReferenceOutputs) -> tuple[dict, list]:
-    return ({"index": message.index, "dtypes": list(message.dtypes), "trivial": [dict(t) for t in message.trivial]},
-            list(message.arrays))
+    fp64 = message.fp64
+    return ({"index": message.index, "dtypes": list(message.dtypes), "trivial": [dict(t) for t in message.trivial],
+             "fp64": {"count": len(fp64.corrections), "work": fp64.work, "note": fp64.note}},
+            list(message.arrays) + list(fp64.corrections))
 
 
 _ENCODERS: dict[type, Callable[[Any], tuple[dict, list]]] = {
@@ -241,18 +260,23 @@ def _decode_batch(header: dict, arrays: list) -> TrialBatch:
 
 def _decode_timing(header: dict, arrays: list) -> Timing:
     post, rest = _decode_trials(header["post"], arrays)
+    audit, rest = _decode_trials(header["audit"], rest)
     if rest:
         raise ValueError("unclaimed arrays")
     return Timing(tuple(float(x) for x in header["candidate_ms"]), tuple(float(x) for x in header["reference_ms"]),
-                  post)
+                  post, audit)
 
 
 def _decode_reference(header: dict, arrays: list) -> ReferenceOutputs:
     dtypes = tuple(_text(d) for d in header["dtypes"])
     trivial = tuple({_text(k): float(v) for k, v in dict(t).items()} for t in header["trivial"])
-    if len(dtypes) != len(arrays):
-        raise ValueError("dtype count")
-    return ReferenceOutputs(int(header["index"]), dtypes, tuple(arrays), trivial)
+    fp64 = dict(header["fp64"])
+    count = int(fp64["count"])
+    if count not in (0, len(dtypes)) or len(dtypes) + count != len(arrays):
+        raise ValueError("array count")
+    outputs, corrections = arrays[:len(dtypes)], arrays[len(dtypes):]
+    return ReferenceOutputs(int(header["index"]), dtypes, tuple(outputs), trivial,
+                            Fp64Reference(tuple(corrections), float(fp64["work"]), _text(fp64["note"])))
 
 
 def _fields_of(cls: type, header: dict) -> dict:

@@ -2,8 +2,11 @@
 
 Run as ``python -m verifier.sandbox.reference_worker IN_FD OUT_FD``. Builds ``Model`` from the task source
 with the verification's init seed, computes the outputs of every trial of the plan (same inputs
-as the sandbox child, from the same secret seed) and the errors of trivial predictors (zeros,
-the output mean, an input copy) used by the scale-aware correctness check.
+as the sandbox child, from the same secret seed), the errors of trivial predictors (zeros,
+the output mean, an input copy) used by the scale-aware correctness check, and the float64
+corrections of the precision check (verifier.sandbox.fp64_reference) for the correctness trials
+(not for the perturbation probe, a near copy of trial 0, nor the post-timing and audit trials,
+which only the task-dtype outputs are compared with).
 
 References are always computed on the CPU, whatever the candidate's backend: the worker never
 imports candidate or backend code, and the sandbox child copies a GPU candidate's outputs to the
@@ -34,6 +37,9 @@ def trivial_errors(ref: np.ndarray, inputs: list) -> dict[str, float]:
     return errors
 
 
+CHECKED_IN_FLOAT64 = ("check",)  # trial kinds the float64 check reads (the perturbation probe repeats trial 0)
+
+
 def main(argv: list[str]) -> int:
     in_fd, out_fd = int(argv[1]), int(argv[2])
     cfg = msg.receive(in_fd, time.monotonic() + 120, None)
@@ -45,18 +51,25 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(spec.threads)
     from verifier.sandbox import inputs as inp
 
-    problem = inp.load_problem(spec.task_source)
+    from verifier.sandbox.fp64_reference import Fp64Model
+
+    problem = inp.load_problem(spec.task_source, spec.dtype)
     (model,) = inp.build_models(problem, [problem.Model], spec.init_seed)
+    wide = Fp64Model(model)
     for trial in inp.plan(spec.correctness_trials):
         inputs = inp.inputs_for(problem, spec.input_seed, trial)
         numpy_inputs = [inp.to_numpy(x) if isinstance(x, torch.Tensor) else x for x in inputs]
+        rng_before = torch.random.get_rng_state()
         with torch.no_grad():
             result = model(*inputs)
         outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+        if not torch.equal(rng_before, torch.random.get_rng_state()):
+            wide.disable("the reference draws random numbers in forward")
         arrays = [inp.to_numpy(o) for o in outputs]
+        fp64 = wide.reference(inputs, outputs) if trial.kind in CHECKED_IN_FLOAT64 else msg.Fp64Reference()
         msg.send(out_fd, cfg.nonce, msg.ReferenceOutputs(
             trial.index, tuple(str(o.dtype).removeprefix("torch.") for o in outputs), tuple(arrays),
-            tuple(trivial_errors(a, numpy_inputs) for a in arrays)))
+            tuple(trivial_errors(a, numpy_inputs) for a in arrays), fp64))
     msg.send(out_fd, cfg.nonce, msg.ReferenceDone())
     return 0
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import torch
 
-from verifier.sandbox import device_io, integrity
+from verifier.sandbox import audit, device_io, integrity
 from verifier.sandbox import inputs as inp
 from verifier.sandbox import messages as msg
 from verifier.sandbox.child import candidate_error
-from verifier.sandbox.timer import time_interleaved
+from verifier.sandbox.timer import Audit, time_interleaved
 
 
 class TrialRunner:
@@ -88,17 +88,24 @@ class TrialRunner:
         def fresh(counter: int) -> list:  # made on the CPU and placed before the timer starts
             return self.inputs(inp.Trial(counter, "check", "normal"), inp.derive_seed(self.seed, "timing"))[1]
 
-        def run_candidate(inputs: list) -> None:
+        def run_candidate(inputs: list):
             with torch.no_grad():
-                self.candidate(*inputs)
+                return self.candidate(*inputs)
 
-        def run_reference(inputs: list) -> None:
+        def run_reference(inputs: list):
             with torch.no_grad():
-                self.reference(*inputs)
+                return self.reference(*inputs)
 
+        timed_calls = cfg.latency_rounds * cfg.calls_per_round
+        audited = audit.audited_calls(audit.audit_trials(self.plan), timed_calls, self.seed)
+        audit_run = Audit({call: device_io.place(inp.inputs_for(self.problem, self.seed, trial), self.device)
+                             for call, trial in audited.items()}, device_io.overwrite)
         try:
             times = time_interleaved(run_candidate, run_reference, fresh, backend.timer(), cfg.latency_rounds,
-                                     cfg.calls_per_round, cfg.warmup_calls, inp.derive_seed(self.seed, "order"))
+                                     cfg.calls_per_round, cfg.warmup_calls, inp.derive_seed(self.seed, "order"),
+                                     audit_run)
+            self.backend.synchronize()
+            audits = tuple(self.audited_outputs(trial, audit_run.kept[call]) for call, trial in audited.items())
         except BaseException as exc:
             self.fail("latency", "timing", exc)
             return
@@ -112,7 +119,15 @@ class TrialRunner:
                 self.fail("latency", f"post-timing trial {trial.index}", exc)
                 return
             post.append(_outputs(trial, outputs))
-        self.child.send(msg.Timing(times.candidate_ms, times.reference_ms, tuple(post)))
+        self.child.send(msg.Timing(times.candidate_ms, times.reference_ms, tuple(post), audits))
+
+    def audited_outputs(self, trial: inp.Trial, result) -> msg.TrialOutputs:
+        """An audited call's outputs (kept while timing, read only now), typed for the parent."""
+        outputs = integrity.as_outputs(result)
+        for i, out in enumerate(outputs):
+            if type(out) is not torch.Tensor or not device_io.on_device(out, self.device):
+                raise integrity.IntegrityError(f"audited timed call: output {i} is not a plain tensor on {self.device}")
+        return _outputs(trial, outputs)
 
 
 def _close(a: torch.Tensor, b: torch.Tensor, cfg: msg.ChildConfig) -> bool:

@@ -1,0 +1,74 @@
+"""Reference-worker side of the float64 check (verifier.gates.fp64_check): a float64 copy of the
+task's model run on float64 copies of each trial's inputs.
+
+The copy is made once from the task-dtype model already built with the verification's init seed
+(``copy.deepcopy`` then ``.to(torch.float64)``: parameters and floating buffers upcast exactly),
+so both models hold the same values. Per trial it returns the corrections ``r64 - r`` as float32
+and the work per output element; a model that cannot run in float64 (an op without float64
+support, a tensor attribute the upcast does not reach, random numbers drawn in forward) gives no
+corrections and says why once.
+Imports torch: only the reference worker uses it, never the parent.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+
+from verifier.sandbox.messages import Fp64Reference
+
+_EMPTY = np.zeros(0, dtype=np.float32)
+
+
+def _floats(values) -> list[torch.Tensor]:
+    return [v for v in values if isinstance(v, torch.Tensor) and v.is_floating_point()]
+
+
+MAX_COPY_BYTES = 2 << 30  # the float64 copy of the parameters; larger models skip the check
+
+
+class Fp64Model:
+    def __init__(self, model: torch.nn.Module) -> None:
+        self.note = ""
+        self.params = sum(t.numel() for t in _floats(list(model.parameters()) + list(model.buffers())))
+        if self.params * 8 > MAX_COPY_BYTES:
+            self.model, self.note = None, f"the float64 copy of the parameters would take {self.params * 8 / 2**30:.1f} GiB"
+            return
+        try:
+            self.model: torch.nn.Module | None = copy.deepcopy(model).to(torch.float64)
+        except Exception as exc:  # noqa: BLE001 - any failure only switches the check off
+            self.model, self.note = None, f"no float64 copy of the model: {type(exc).__name__}: {exc}"[:300]
+
+    def disable(self, why: str) -> None:
+        """No float64 run from now on (e.g. a reference whose forward draws random numbers: its
+        float64 copy would draw different ones)."""
+        if self.model is not None:
+            self.model, self.note = None, why
+
+    def reference(self, inputs: list, outputs: list[torch.Tensor]) -> Fp64Reference:
+        """Corrections for the task-dtype ``outputs`` of ``inputs`` (or a note saying why none)."""
+        if self.model is None:
+            return Fp64Reference(note=self.note)
+        upcast = [x.to(torch.float64) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+        try:
+            with torch.no_grad():
+                result = self.model(*upcast)
+        except Exception as exc:  # noqa: BLE001
+            self.model, self.note = None, f"the float64 model raised {type(exc).__name__}: {exc}"[:300]
+            return Fp64Reference(note=self.note)
+        wide = list(result) if isinstance(result, (tuple, list)) else [result]
+        if len(wide) != len(outputs) or any(not isinstance(w, torch.Tensor) or w.shape != o.shape
+                                            for w, o in zip(wide, outputs)):
+            self.model, self.note = None, "the float64 model's outputs differ in number or shape"
+            return Fp64Reference(note=self.note)
+        corrections = tuple(_correction(o, w) for o, w in zip(outputs, wide))
+        work = (sum(x.numel() for x in _floats(inputs)) + self.params) / max(1, sum(o.numel() for o in outputs))
+        return Fp64Reference(corrections, float(work))
+
+
+def _correction(out: torch.Tensor, wide: torch.Tensor) -> np.ndarray:
+    if not out.is_floating_point() or out.dtype == torch.float64 or not wide.is_floating_point():
+        return _EMPTY
+    return (wide.detach().double() - out.detach().double()).to(torch.float32).contiguous().numpy()
