@@ -46,8 +46,8 @@ class KnownFalseRejection(Exception):
 NATIVE_PARAMS = ("compile gate: native sources and extension names are read without running the candidate, only "
                  "from literals and module constants, not through a build helper's parameters")
 STREAM_AS_COMPUTE = ("native policy: getting the current CUDA stream (c10::cuda / at::cuda::getCurrentCUDAStream) "
-                     "counts as ATen/torch compute; behind it, the cuda compile gate: the local torch is a CPU build "
-                     "without the c10/cuda and ATen/cuda headers")
+                     "counts as ATen/torch compute (behind it, nvcc needs torch's CUDA headers: "
+                     "evokernel toolchain fetch-cuda-headers)")
 BUILTIN_TYPEINFO = ("native policy: typeinfo of a builtin type (_ZTIPKc, _ZTIb: a throw of a string literal or a bool "
                     "in torch's headers) is read as a call outside the allowed C++ namespaces")
 TRITON_STDLIB = ("triton without a GPU: the AOT compile imports triton.language with TRITON_INTERPRET=0 in the same "
