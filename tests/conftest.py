@@ -55,3 +55,13 @@ def prefect_harness():
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+@pytest.fixture(scope="session")
+def bundled_cpu_build(tmp_path_factory):
+    """The demo's build: every bundled problem, cpu variant (~40 s on 2 busy cores), built once per
+    session for the tests that need it: (BuildSummary, build directory)."""
+    from kernelbench_npu.build import build_benchmark
+
+    out = tmp_path_factory.mktemp("bundled") / "build-cpu"
+    return build_benchmark("cpu", out=out), out

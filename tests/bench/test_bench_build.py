@@ -19,10 +19,9 @@ from kernelbench_npu.variants import CPU_2CORE, variant_for
 
 
 @pytest.fixture(scope="module")
-def bundled_cpu(tmp_path_factory):
-    """The demo's build: every bundled problem, cpu variant (~40 s on 2 busy cores)."""
-    out = tmp_path_factory.mktemp("bundled") / "build-cpu"
-    return build_benchmark("cpu", out=out), out
+def bundled_cpu(bundled_cpu_build):
+    """The demo's build (tests/conftest.py: built once per session, shared with the verifier tests)."""
+    return bundled_cpu_build
 
 
 def test_bundled_cpu_build_passes_lint_everywhere_and_loads_as_taskspecs(bundled_cpu):

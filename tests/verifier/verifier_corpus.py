@@ -1,6 +1,10 @@
 """The fixture corpus: tests/fixtures/kernels/<name>.py, each with a header naming its task
-fixture, the expected first failing gate (or "pass"), what it covers, and optionally static
-checks to disable (so an exploit reaches the runtime layers), a timeout and a reason substring."""
+fixture, the expected first failing gate (or "pass"), what it covers, and optionally the backend
+(cpu unless said: cuda, triton), static checks to disable (so an exploit reaches the runtime
+layers), a timeout and a reason substring.
+
+"pass" means every gate that can run here passes: a cuda or triton candidate on a machine
+without a GPU must reach the first gate that is unavailable here and fail only there."""
 
 from __future__ import annotations
 
@@ -9,7 +13,8 @@ from pathlib import Path
 
 from verifier_taskutil import FIXTURES
 
-KEYS = ("task", "expect", "covers", "disable", "timeout_s", "reason")
+KEYS = ("task", "expect", "covers", "backend", "disable", "timeout_s", "reason")
+BACKENDS = ("cpu", "cuda", "triton")
 EXPECTATIONS = ("pass", "hack", "compile", "correctness", "latency")
 
 
@@ -22,6 +27,7 @@ class CorpusEntry:
     disable: tuple[str, ...] = ()
     timeout_s: float | None = None
     reason: str = ""
+    backend: str = "cpu"
 
     @property
     def name(self) -> str:
@@ -46,9 +52,12 @@ def parse(path: Path) -> CorpusEntry:
             raise ValueError(f"{path}: header field {key!r} missing")
     if fields["expect"] not in EXPECTATIONS:
         raise ValueError(f"{path}: expect must be one of {EXPECTATIONS}")
+    if fields.get("backend", "cpu") not in BACKENDS:
+        raise ValueError(f"{path}: backend must be one of {BACKENDS}")
     return CorpusEntry(path, fields["task"], fields["expect"], fields["covers"],
                        tuple(x.strip() for x in fields.get("disable", "").split(",") if x.strip()),
-                       float(fields["timeout_s"]) if "timeout_s" in fields else None, fields.get("reason", ""))
+                       float(fields["timeout_s"]) if "timeout_s" in fields else None, fields.get("reason", ""),
+                       fields.get("backend", "cpu"))
 
 
 def corpus() -> list[CorpusEntry]:

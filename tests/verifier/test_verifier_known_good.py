@@ -1,0 +1,84 @@
+"""Every bundled problem ships a known-good CPU solution (kernelbench_npu/solutions/cpu), and each
+one passes every gate of the real verifier on the bundled cpu build (gpu-mode reference-kernels'
+habit: solutions that are known to be right double as tests of the judge).
+
+The seed is fixed so every run meets the same inputs. Verifications run two at a time with the
+lean test settings (fewer latency rounds; every gate still runs).
+"""
+
+from __future__ import annotations
+
+import pytest
+from verdict_pool import VerdictPool
+
+from kernelbench_npu.known_good import known_good, solution_path, solution_source
+from kernelbench_npu.loader import load_problems
+from kernelbench_npu.plan import BUNDLED_DIR
+from kernelbench_npu.spec import load_build
+from verifier.api import verify
+from verifier.settings import VerifySettings
+
+SOLUTIONS = known_good("cpu")
+SEED = 20261121
+# Solutions the verifier rejects although they are right: even the float64-exact answer (model and
+# inputs in float64, rounded to float32) fails these checks against torch's float32 reference, so
+# only a bit-level replica of torch's own rounding could pass. {task id: (gate, text of the reason)}.
+# Each is a strict xfail: once the verifier passes it the run fails (XPASS) until the entry is removed,
+# and a rejection for another reason fails it too.
+KNOWN_VERIFIER_REJECTIONS = {
+    # small inputs: scores ~1e-6, so softmax(x) ~ 1/n everywhere and the "mean" trivial output is
+    # within ~15 ulp of the reference; 0.01x of its error is below float32 rounding
+    "L2/003_matmul_scale_softmax": ("correctness", "is not far below that of a trivial output (mean"),
+    # large inputs: the clamp to [-1, 1] comes after sums of ~1e3-sized terms, but the tolerance is
+    # scaled by max|output| = 1, so float32 rounding of the sums (torch's too) exceeds it
+    "L2/009_convtranspose2d_bias_hardtanh": ("correctness", "out of tolerance"),
+}
+
+
+@pytest.fixture(scope="module")
+def verdicts(bundled_cpu_build, verify_cache):
+    build = load_build(bundled_cpu_build[1])
+    settings = VerifySettings.for_tests(verify_cache, seed=SEED)
+    pool = VerdictPool(list(SOLUTIONS), lambda task_id: verify(build.task(task_id), SOLUTIONS[task_id].read_text(),
+                                                                "cpu", settings))
+    yield pool
+    pool.close()
+
+
+class KnownVerifierRejection(Exception):
+    """Raised when a known-good solution is rejected exactly as KNOWN_VERIFIER_REJECTIONS says."""
+
+
+def _param(task_id: str):
+    known = KNOWN_VERIFIER_REJECTIONS.get(task_id)
+    marks = [pytest.mark.xfail(raises=KnownVerifierRejection, strict=True,
+                               reason=f"known verifier false rejection at {known[0]}")] if known else []
+    return pytest.param(task_id, id=task_id, marks=marks)
+
+
+@pytest.mark.parametrize("task_id", [_param(t) for t in SOLUTIONS])
+def test_known_good_solution_passes_every_gate(task_id, verdicts):
+    verdict = verdicts.get(task_id)
+    assert not verdict.infrastructure_error, verdict.infrastructure_error
+    gate, reason = KNOWN_VERIFIER_REJECTIONS.get(task_id, ("", ""))
+    if gate and verdict.failed_gate == gate and reason in verdict.feedback:
+        raise KnownVerifierRejection(verdict.feedback)
+    assert verdict.passed, verdict.feedback
+    assert [g.name for g in verdict.gates] == ["hack", "compile", "correctness", "latency"]
+    assert verdict.latency is not None and verdict.latency.candidate_ms > 0
+
+
+def test_every_bundled_problem_has_exactly_one_known_good_cpu_solution():
+    problems = {p.task_id for p in load_problems(BUNDLED_DIR).problems}
+    assert problems == set(SOLUTIONS)
+    assert set(KNOWN_VERIFIER_REJECTIONS) <= set(SOLUTIONS)
+
+
+def test_solutions_are_found_by_task_id_and_only_for_bundled_float32_tasks():
+    relu = solution_path("L1/001_relu")
+    assert relu is not None and relu.name == "001_relu.py" and relu.parent.name == "level1"
+    assert "class ModelNew" in solution_source("L1/001_relu")
+    assert solution_path("L1/001_relu@fp16") is None  # a dtype variant: the shipped kernels are float32
+    assert solution_path("KB-L1/19_ReLU") is None  # a KernelBench checkout's task
+    assert solution_path("L1/001_relu", backend="triton") is None
+    assert solution_source("L9/404_missing") is None
