@@ -45,11 +45,6 @@ class KnownFalseRejection(Exception):
 
 NATIVE_PARAMS = ("compile gate: native sources and extension names are read without running the candidate, only "
                  "from literals and module constants, not through a build helper's parameters")
-STREAM_AS_COMPUTE = ("native policy: getting the current CUDA stream (c10::cuda / at::cuda::getCurrentCUDAStream) "
-                     "counts as ATen/torch compute (behind it, nvcc needs torch's CUDA headers: "
-                     "evokernel toolchain fetch-cuda-headers)")
-BUILTIN_TYPEINFO = ("native policy: typeinfo of a builtin type (_ZTIPKc, _ZTIb: a throw of a string literal or a bool "
-                    "in torch's headers) is read as a call outside the allowed C++ namespaces")
 TRITON_STDLIB = ("triton without a GPU: the AOT compile imports triton.language with TRITON_INTERPRET=0 in the same "
                  "child, so its @jit'd standard library (tl.sum, tl.max, tl.zeros...) stays compiled-mode and the "
                  "interpreter refuses to call it from an interpreted kernel")
@@ -61,11 +56,6 @@ NOT_IN_SCOPE = "Cannot call @triton.jit'd outside of the scope of a kernel"
 KNOWN_FALSE_REJECTIONS = {
     "honest_cuda_build_helper": FalseRejection("compile", "name must be a string literal", NATIVE_PARAMS),
     "honest_cpu_build_helper_params": FalseRejection("compile", "not a static constant", NATIVE_PARAMS),
-    "honest_cuda_stream_header": FalseRejection("hack", "c10::cuda::getCurrentCUDAStream: ATen/torch compute",
-                                                STREAM_AS_COMPUTE),
-    "honest_cuda_context_header": FalseRejection("hack", "at::cuda::getCurrentCUDAStream: ATen/torch compute",
-                                                 STREAM_AS_COMPUTE),
-    "honest_cuda_kernelbench_layout": FalseRejection("hack", "the built code calls _ZTIPKc", BUILTIN_TYPEINFO),
     "honest_triton_softmax_rows": FalseRejection("correctness", NOT_IN_SCOPE, TRITON_STDLIB),
     "honest_triton_layernorm_params": FalseRejection("correctness", NOT_IN_SCOPE, TRITON_STDLIB),
     "honest_triton_two_kernels": FalseRejection("correctness", NOT_IN_SCOPE, TRITON_STDLIB),
