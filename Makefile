@@ -21,7 +21,7 @@ demo: $(STAMP)
 	$(BIN)/evokernel demo --out runs/demo
 
 test: $(STAMP)
-	bash scripts/run_tests.sh
+	bash scripts/run_tests.sh -n 2  # two workers: the suite is I/O- and subprocess-bound, CI has 2 cores
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

@@ -18,8 +18,10 @@ QUICK_ARGS = {
     "verify_speed": ["--repeats", "1", "--rounds", "10"],
     "trust_cost": ["--repeats", "1"],
     "fp64_ratios": [],
+    "isolation_cost": ["--repeats", "5"],
     "lake_scale": ["--sizes", "10000,100000"],
     "report_scale": ["--attempts", "20000"],
+    "kernelbench_fidelity": ["--variants", "cpu", "--levels", "1"],
 }
 
 

@@ -1,6 +1,8 @@
 """`evokernel build`: build a benchmark (bundled problems plus any KernelBench checkouts) for a backend.
 
-Prints progress lines, then the build hash as the last line of stdout.
+Prints progress lines, then the build hash as the last line of stdout. ``--explain TASK_ID``
+builds nothing: it prints one task of the build at ``--out`` (original vs adapted sizes,
+tolerance, how it was linted, the verdict and its reason).
 """
 
 from __future__ import annotations
@@ -34,8 +36,13 @@ def register(app: typer.Typer) -> None:
         dtype: Optional[List[str]] = typer.Option(None, "--dtype", help="fp32 (default), fp16, bf16; repeatable"),
         no_bundled: bool = typer.Option(False, "--no-bundled", help="leave out the bundled problems"),
         quiet: bool = typer.Option(False, "--quiet", help="print only the summary and the hash"),
+        explain: Optional[str] = typer.Option(None, "--explain", metavar="TASK_ID",
+                                              help="print one task of the build at --out instead of building"),
     ) -> None:
-        """Load, adapt, lint and validate problems; write manifest.parquet, problems/, build.json."""
+        """Load, size, lint and validate problems; write manifest.parquet, problems/, build.json."""
+        if explain is not None:
+            explain_task_cmd(out or Path(f"runs/build-{backend}"), explain)
+            return
         from kernelbench_npu.build import build_benchmark
         from kernelbench_npu.loader import ProblemError
         from kernelbench_npu.validate import ManifestValidationError
@@ -53,3 +60,13 @@ def register(app: typer.Typer) -> None:
         typer.echo(f"built {summary.out}: {summary.ok} ok, {summary.quarantined} quarantined, "
                    f"{len(summary.load_errors)} files skipped, {summary.seconds:.1f} s")
         typer.echo(summary.build_hash)
+
+
+def explain_task_cmd(build: Path, task_id: str) -> None:
+    from kernelbench_npu.explain import explain_task
+    from kernelbench_npu.spec import BuildError
+
+    try:
+        typer.echo(explain_task(build, task_id))
+    except BuildError as exc:
+        fail(str(exc).splitlines()[0])

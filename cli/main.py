@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "campaign_cmd",
     "demo_cmd",
     "toolchain_cmd",
+    "prompt_cmd",
     "cuda_headers_cmd",  # after toolchain_cmd: adds to its `toolchain` group
 )
 

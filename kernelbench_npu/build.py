@@ -1,17 +1,14 @@
 """Reproducible benchmark builds: plan (deterministic) -> lint (measured) -> validate -> publish.
 
-A build directory holds ``manifest.parquet``, ``problems/<task_id>.py`` (the adapted files) and
-``build.json``. It is written to a temporary sibling directory and renamed into place, so a killed
-build never leaves a half-written build at ``out``.
+A build directory holds ``manifest.parquet``, ``measurements.parquet``, ``problems/<task_id>.py``
+(the adapted files) and ``build.json``. It is written to a temporary sibling directory and renamed
+into place, so a killed build never leaves a half-written build at ``out``.
 
 Determinism. The build hash covers the problem sources (relative path + sha256 of every scanned
-file), the variant (backend, dtypes, size profile, budgets), the levels and the builder version.
-``problems/`` and ``build.json`` are byte-identical for the same inputs on the same software stack.
-``manifest.parquet`` is byte-identical in every column but ``reference_ms``: that column is a
-measurement (median forward time on the build machine, 3 significant digits) and is deliberately
-kept out of the hash and of build.json; two rebuilds give equal manifests once it is masked.
-Lint outcomes do not depend on timing except for the time budget, which sits >10x above the size
-profile's target so that machine noise does not flip a task.
+file), the variant (backend, dtypes, size profile), the levels and the builder version.
+``problems/``, ``build.json`` and ``manifest.parquet`` are byte-identical for the same inputs on
+the same software stack: sizes come from the meta-device cost model, and no lint verdict depends on
+timing. Forward times measured during lint go to ``measurements.parquet``, outside every hash.
 """
 
 from __future__ import annotations
@@ -29,13 +26,15 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from kernelbench_npu.lint import LintRequest, LintResult, lint_all
-from kernelbench_npu.manifest import manifest_table, write_manifest
+from kernelbench_npu.manifest import manifest_table, measurements_table, write_manifest
 from kernelbench_npu.plan import ADAPT_TIMEOUT_S, BUILDER_VERSION, BuildPlan, PlannedTask, plan_build
 from kernelbench_npu.spec import LINT_OK, LINT_QUARANTINED
+from kernelbench_npu.tolerance import tolerances
 from kernelbench_npu.validate import validate_manifest
-from kernelbench_npu.variants import tolerances, variant_for
+from kernelbench_npu.variants import LINT_TASK_SIZES, variant_for
 
 Progress = Callable[[str], None]
+LINT_MEMORY_BYTES = 3 << 30  # address space a lint worker may add (references run at cpu-2core sizes)
 
 
 @dataclass(frozen=True)
@@ -79,8 +78,9 @@ def build_benchmark(backend: str, sources: Sequence[Path] = (), levels: Sequence
     variant = variant_for(backend, tuple(dtypes) if dtypes else None)
     if task_timeout_s is not None:
         variant = replace(variant, lint_task_timeout_s=float(task_timeout_s))
+    say(f"sizing the problems for {backend} on the meta device ...")
     plan = plan_build(variant, sources, levels, include_bundled, *pool_shape(workers),
-                      timeout_s=min(ADAPT_TIMEOUT_S, variant.lint_task_timeout_s))
+                      timeout_s=task_timeout_s or ADAPT_TIMEOUT_S, progress=say)
     say(f"planned {len(plan.tasks)} tasks for {backend} ({len(plan.load_errors)} files skipped), hash {plan.build_hash[:12]}")
     for error in plan.load_errors:
         say(f"skipped {error}")
@@ -91,11 +91,11 @@ def build_benchmark(backend: str, sources: Sequence[Path] = (), levels: Sequence
 def lint_plan(plan: BuildPlan, progress: Progress | None = None, workers: int | None = None) -> dict[str, LintResult]:
     """Lint every task that survived planning, in a pool of worker processes."""
     variant = plan.variant
-    requests = [LintRequest(t.task_id, t.adapted_source, t.dtype, variant.lint_time_budget_ms, f"problems/{t.problem_file}")
-                for t in plan.tasks if t.plan_reason is None]
+    requests = [LintRequest(t.task_id, t.lint_fit.source, t.dtype, f"problems/{t.problem_file}")
+                for t in plan.tasks if t.linted]
     workers, threads = pool_shape(workers)
     return lint_all(requests, variant.lint_task_timeout_s, workers=workers, threads=threads,
-                    memory_bytes=3 * variant.lint_memory_budget_bytes + (1 << 30), progress=progress)
+                    memory_bytes=LINT_MEMORY_BYTES, progress=progress)
 
 
 def pool_shape(workers: int | None = None) -> tuple[int, int]:
@@ -120,6 +120,8 @@ def publish_build(plan: BuildPlan, results: dict[str, LintResult], out: Path, pr
     try:
         _write_problems(plan.tasks, staging / "problems")
         write_manifest(table, staging / "manifest.parquet")
+        write_manifest(measurements_table([_measurement(t, results.get(t.task_id)) for t in plan.tasks]),
+                       staging / "measurements.parquet")
         (staging / "build.json").write_text(json.dumps(_build_json(plan, counts), indent=2, sort_keys=True) + "\n")
         _replace_dir(staging, out)
     except BaseException:
@@ -133,23 +135,40 @@ def publish_build(plan: BuildPlan, results: dict[str, LintResult], out: Path, pr
 
 
 def _row(task: PlannedTask, backend: str, result: LintResult | None) -> dict:
-    if task.plan_reason is not None or result is None:
-        atol, rtol = tolerances(task.dtype, 1.0)
-        status, reason, ms = LINT_QUARANTINED, task.plan_reason or "not linted", None
-    else:
-        atol, rtol, status, reason, ms = result.atol, result.rtol, result.status, result.reason, result.reference_ms
-    cost = task.cost
+    status, reason, notes = _verdict(task, result)
+    atol, rtol = (result.atol, result.rtol) if result is not None and task.plan_reason is None else tolerances(task.dtype, 1.0)
+    fit, lint_fit = task.fit, task.lint_fit
+    cost = fit.cost if fit else None
     return {
         "task_id": task.task_id, "level": task.problem.level, "category": task.problem.category,
         "name": task.problem.name, "source_sha256": task.problem.source_sha256, "variant": backend,
-        "dtype": task.dtype, "original_shapes": json.dumps(task.original_constants),
-        "adapted_shapes": json.dumps(task.adapted_constants),
+        "dtype": task.dtype, "original_shapes": json.dumps(fit.original if fit else {}),
+        "adapted_shapes": json.dumps(fit.adapted if fit else {}), "dims": fit.dims_json() if fit else "[]",
+        "balance": fit.balance if fit and fit.adapted != fit.original else None,
         "input_shapes": json.dumps(cost.input_shapes) if cost else None,
         "output_shape": json.dumps(cost.output_shape) if cost else None,
-        "atol": atol, "rtol": rtol, "lint_status": status, "lint_reason": reason, "reference_ms": ms,
+        "estimated_ms": cost.estimated_ms if cost else None, "atol": atol, "rtol": rtol,
+        "lint_status": status, "lint_reason": reason, "lint_mode": task.lint_mode,
+        "lint_shapes": json.dumps(lint_fit.adapted) if lint_fit else None, "lint_notes": notes,
         "problem_file": task.problem_file,
         "adapted_sha256": hashlib.sha256(task.adapted_source.encode()).hexdigest(), "notes": task.notes,
     }
+
+
+def _verdict(task: PlannedTask, result: LintResult | None) -> tuple[str, str | None, str | None]:
+    if task.plan_reason is not None:
+        return LINT_QUARANTINED, task.plan_reason, None
+    if not task.linted:
+        return LINT_OK, None, None
+    if result is None:
+        return LINT_QUARANTINED, "not linted", None
+    return result.status, result.reason, result.notes
+
+
+def _measurement(task: PlannedTask, result: LintResult | None) -> dict:
+    forward = result.reference_ms if result is not None else None
+    return {"task_id": task.task_id, "lint_forward_ms": forward,
+            "reference_ms": forward if task.lint_mode == LINT_TASK_SIZES else None}
 
 
 def _counts(rows: list[dict]) -> tuple[LevelCounts, ...]:
@@ -182,7 +201,7 @@ def _build_json(plan: BuildPlan, counts: tuple[LevelCounts, ...]) -> dict:
         "load_errors": list(plan.load_errors),
         "environment": {"python": platform.python_version(), "torch": torch.__version__,
                         "pyarrow": pyarrow.__version__, "lint_pool": list(pool_shape())},
-        "measured_columns": ["reference_ms"],
+        "measurements": "measurements.parquet",
     }
 
 

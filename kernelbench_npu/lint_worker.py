@@ -27,37 +27,53 @@ def _limit_memory(extra_bytes: int) -> None:
 
 
 def _adapt(request: dict) -> dict:
-    """Check the file on the meta device, then fit it to the size profile (or just cost it)."""
-    from dataclasses import asdict
+    """Check the file on the meta device, then size it: the task's sizes and the sizes to lint at."""
     from pathlib import Path
 
+    from kernelbench_npu.cost import CostError, estimate_cost
     from kernelbench_npu.loader import ProblemError, check_runtime
-    from kernelbench_npu.sizing import CostError, estimate_cost, fit_to_target, size_constants
+    from kernelbench_npu.sizing import fit_to_budget, original_fit
+    from kernelbench_npu.variants import CPU_2CORE
 
-    source, path, dtype = request["source"], request["path"], request["dtype"]
+    source, path = request["source"], request["path"]
     try:
         check_runtime(Path(path), source)
     except ProblemError as exc:
         return {"load_error": str(exc)}
+    profile = CPU_2CORE
     try:
-        if request["target_ms"] is None:
-            cost, constants, note = estimate_cost(source, dtype, path), size_constants(source), "original sizes"
-        else:
-            fitted = fit_to_target(source, request["target_ms"], request["keep_below_ms"], dtype, path)
-            cost, constants, note, source = fitted.cost, fitted.constants, fitted.note, fitted.source
+        lint = fit_to_budget(source, profile.target_ms, profile.keep_below_ms, profile.memory_bytes, "float32", path,
+                             profile.budget_ms)
+        task = lint if request["shrink"] else original_fit(source, estimate_cost(source, "float32", path))
     except CostError as exc:
         return {"cost_error": str(exc)}
-    return {"source": source, "constants": constants, "note": note, "cost": asdict(cost)}
+    return {"task": task.as_dict(), "lint": lint.as_dict()}
+
+
+def _lint(request: dict):
+    """Lint in the task's dtype; where this CPU has no kernel for it (fp16 avg_pool3d...), lint the
+    size- and dtype-independent properties in float32 and give the task its own dtype's tolerance."""
+    from dataclasses import replace
+
+    from kernelbench_npu.lint_checks import lint_source
+    from kernelbench_npu.tolerance import tolerances
+
+    try:
+        return lint_source(request["source"], request["dtype"], request["path"])
+    except NotImplementedError as exc:
+        if request["dtype"] == "float32":
+            raise
+        wide = lint_source(request["source"], "float32", request["path"])
+        atol, rtol = tolerances(request["dtype"], wide.output_scale if wide.output_scale is not None else 1.0)
+        note = f"linted in float32: this CPU has no {request['dtype']} kernel ({str(exc).splitlines()[0][:120]})"
+        return replace(wide, atol=atol, rtol=rtol, notes="; ".join(n for n in (note, wide.notes) if n))
 
 
 def _answer(key: str, request: dict) -> dict:
-    from kernelbench_npu.lint_checks import lint_source
-
     try:
         if request.get("kind") == "adapt":
             return {"key": key, **_adapt(request)}
-        outcome = lint_source(request["source"], request["dtype"], request["time_budget_ms"], request["path"])
-        return {"key": key, **outcome.as_dict()}
+        return {"key": key, **_lint(request).as_dict()}
     except MemoryError:
         return {"key": key, "error": "out of memory within the lint memory limit"}
     except Exception as exc:  # noqa: BLE001 - any failure of the reference is a quarantine reason
@@ -73,6 +89,9 @@ def main(argv: list[str]) -> int:
     torch.set_num_threads(threads)
     torch.set_num_interop_threads(1)
     import kernelbench_npu.lint_checks  # noqa: F401 - import cost paid before "ready"
+    from kernelbench_npu.cost import warm_up
+
+    warm_up()
 
     _limit_memory(memory_bytes)
     out.write(json.dumps({"ready": True}) + "\n")

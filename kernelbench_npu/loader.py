@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kernelbench_npu.categories import infer_category
+from kernelbench_npu.instantiate import load_module, needs_real_values
 
 REQUIRED_FUNCTIONS = ("get_inputs", "get_init_inputs")
 _LEVEL_DIR = re.compile(r"^level(\d)$")
@@ -159,27 +160,21 @@ def _category_tag(path: Path, tree: ast.Module) -> str | None:
     return value
 
 
-def execute(path: Path | str, source: str) -> dict:
-    """Execute a problem's source in a fresh namespace and return it (exceptions propagate)."""
-    namespace: dict = {"__name__": f"kernelbench_problem_{Path(path).stem}", "__file__": str(path)}
-    exec(compile(source, str(path), "exec"), namespace)  # noqa: S102 - trusted problem files only
-    return namespace
-
-
 def check_runtime(path: Path, source: str) -> None:
-    """Run the module and its two input functions on the meta device; raise ProblemError on misuse."""
+    """Run the module and its two input functions on the meta device (a model whose ``__init__`` needs
+    real values is built on the CPU); raise ProblemError on misuse."""
     import torch
 
     try:
-        namespace = execute(path, source)
+        module = load_module(source, path)
     except Exception as exc:  # noqa: BLE001 - any failure of a problem file is reported, not raised
         raise ProblemError(f"{path}: executing the file failed: {_one_line(exc)}") from None
-    model_cls = namespace.get("Model")
+    model_cls = getattr(module, "Model", None)
     if not (isinstance(model_cls, type) and issubclass(model_cls, torch.nn.Module)):
         raise ProblemError(f"{path}: Model is not a torch.nn.Module subclass")
     with torch.device("meta"):
-        init_inputs = _call(path, namespace, "get_init_inputs")
-        inputs = _call(path, namespace, "get_inputs")
+        init_inputs = _call(path, module, "get_init_inputs")
+        inputs = _call(path, module, "get_inputs")
         if not inputs:
             raise ProblemError(f"{path}: get_inputs() returned no inputs")
         for i, value in enumerate(inputs):
@@ -187,13 +182,19 @@ def check_runtime(path: Path, source: str) -> None:
                 raise ProblemError(f"{path}: get_inputs()[{i}] is a {type(value).__name__}, expected a tensor or number")
         try:
             model_cls(*init_inputs)
+            return
         except Exception as exc:  # noqa: BLE001
-            raise ProblemError(f"{path}: Model(*get_init_inputs()) failed: {_one_line(exc)}") from None
+            if not needs_real_values(exc):
+                raise ProblemError(f"{path}: Model(*get_init_inputs()) failed: {_one_line(exc)}") from None
+    try:  # __init__ asks a tensor for its value (x.item()): build the model for real on the CPU
+        model_cls(*_call(path, module, "get_init_inputs"))
+    except Exception as exc:  # noqa: BLE001
+        raise ProblemError(f"{path}: Model(*get_init_inputs()) failed: {_one_line(exc)}") from None
 
 
-def _call(path: Path, namespace: dict, name: str) -> list:
+def _call(path: Path, module, name: str) -> list:
     try:
-        value = namespace[name]()
+        value = getattr(module, name)()
     except Exception as exc:  # noqa: BLE001
         raise ProblemError(f"{path}: {name}() raised {_one_line(exc)}") from None
     if not isinstance(value, (list, tuple)):

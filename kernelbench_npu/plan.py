@@ -1,7 +1,10 @@
-"""Planning a build: find and load the problems, adapt each to the variant, compute the build hash.
+"""Planning a build: find and load the problems, size each for the variant, compute the build hash.
 
 Everything here is deterministic (no timing): the same sources, variant, levels and builder version
-give the same plan, the same adapted files and the same hash. Lint (which measures) comes after.
+give the same plan, the same adapted files and the same hash. Sizing runs on the meta device
+(:mod:`kernelbench_npu.sizing`) in the lint worker pool, once per problem (the sizes do not depend on
+the dtype, so every dtype of a problem shares one problem file). Each task also gets the sizes it
+is linted at and how (:mod:`kernelbench_npu.variants`). Lint (which measures) comes after.
 """
 
 from __future__ import annotations
@@ -10,17 +13,18 @@ import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 from kernelbench_npu.lint import LintRequest, run_requests
 from kernelbench_npu.loader import Problem, ProblemError, load_problem, problem_files
-from kernelbench_npu.sizing import Cost, size_constants
-from kernelbench_npu.variants import Variant, alignment_note, short_dtype
+from kernelbench_npu.sizing import SizeFit, fit_from_dict
+from kernelbench_npu.variants import (CPU_2CORE, LINT_META, LINT_REDUCED, LINT_TASK_SIZES, Variant, alignment_note,
+                                      short_dtype)
 
-BUILDER_VERSION = "1.0"
+BUILDER_VERSION = "2.0"
 BUNDLED_DIR = Path(__file__).resolve().parent / "problems"
 MiB = 1 << 20
-ADAPT_TIMEOUT_S = 60.0  # executing a file and fitting its sizes on the meta device takes well under a second
+ADAPT_TIMEOUT_S = 300.0  # sizing one file: well under a second for most, ~30 s for a Swin on a quiet machine
 
 
 @dataclass(frozen=True)
@@ -35,13 +39,21 @@ class PlannedTask:
     task_id: str
     problem: Problem
     dtype: str
-    adapted_source: str
-    original_constants: dict
-    adapted_constants: dict
-    cost: Cost | None
-    plan_reason: str | None  # set: quarantined before lint (no meta run, too big for the profile)
+    fit: SizeFit | None  # the task's sizes (None: the file could not be sized)
+    lint_fit: SizeFit | None  # the sizes it is linted at
+    lint_mode: str  # LINT_TASK_SIZES | LINT_REDUCED | LINT_META
+    plan_reason: str | None  # set: quarantined before lint (no meta run, too slow for the profile)
     notes: str
     problem_file: str  # relative to BUILD/problems/
+
+    @property
+    def adapted_source(self) -> str:
+        return self.fit.source if self.fit else self.problem.source
+
+    @property
+    def linted(self) -> bool:
+        """True when the reference runs in a lint worker (planned fine, not meta-only)."""
+        return self.plan_reason is None and self.lint_mode != LINT_META
 
 
 @dataclass(frozen=True)
@@ -63,7 +75,7 @@ def source_dirs(sources: Sequence[Path | str], include_bundled: bool) -> tuple[S
 
 def plan_build(variant: Variant, sources: Sequence[Path | str] = (), levels: Sequence[int] = (1, 2, 3),
                include_bundled: bool = True, workers: int = 2, threads: int = 1,
-               timeout_s: float = ADAPT_TIMEOUT_S) -> BuildPlan:
+               timeout_s: float = ADAPT_TIMEOUT_S, progress: Callable[[str], None] | None = None) -> BuildPlan:
     """Load, adapt and hash. Raises ProblemError when a source directory does not exist.
 
     Files are parsed here; executing them (the meta-device checks and the size profile) happens in
@@ -81,13 +93,14 @@ def plan_build(variant: Variant, sources: Sequence[Path | str] = (), levels: Seq
             if problem.level in levels:
                 problems.append((src, problem))
     _reject_duplicates([p for _, p in problems])
-    adapted = _adapt_all([p for _, p in problems], variant, workers, threads, timeout_s)
+    adapted = _adapt_all([p for _, p in problems], variant, workers, threads, timeout_s, progress)
     tasks = []
     for src, problem in problems:
-        if "load_error" in adapted.get(problem.task_id, {}):
-            errors.append(_relative_error(src, problem.path, adapted[problem.task_id]["load_error"]))
+        answer = adapted.get(problem.task_id, {})
+        if "load_error" in answer:
+            errors.append(_relative_error(src, problem.path, answer["load_error"]))
             continue
-        tasks += _plan_task(problem, variant, adapted)
+        tasks += _plan_task(problem, variant, answer)
     return BuildPlan(variant, levels, dirs, tuple(tasks), tuple(errors), build_hash(variant, dirs, levels))
 
 
@@ -106,23 +119,19 @@ def _relative_error(src: SourceDir, path: Path, error: str) -> str:
     return f"{src.label}/{rel}: {error.removeprefix(str(path) + ': ')}"
 
 
-def _adapt_all(problems: list[Problem], variant: Variant, workers: int, threads: int, timeout_s: float) -> dict[str, dict]:
-    """Adapt every (problem, dtype) in the worker pool; answers keyed by task id (first dtype) and
-    "<task id>@<dtype>" for the others."""
-    requests = [LintRequest(_adapt_key(p.task_id, d), p.source, d, variant.lint_time_budget_ms, str(p.path), kind="adapt",
-                            target_ms=variant.target_ms, keep_below_ms=variant.keep_below_ms)
-                for p in problems for d in variant.dtypes]
-    answers = run_requests(requests, timeout_s, workers=workers, threads=threads,
-                           memory_bytes=4 * variant.lint_memory_budget_bytes + (1 << 30))
-    for p in problems:  # a file that fails its meta-device checks is a load error for every dtype
-        first = answers.get(_adapt_key(p.task_id, variant.dtypes[0]), {})
-        if "load_error" in first:
-            answers[p.task_id] = first
-    return answers
+def _adapt_all(problems: list[Problem], variant: Variant, workers: int, threads: int, timeout_s: float,
+               progress: Callable[[str], None] | None) -> dict[str, dict]:
+    """Size every problem once (fp32, meta device) in the worker pool; answers keyed by task id."""
+    requests = [LintRequest(p.task_id, p.source, "float32", str(p.path), kind="adapt", shrink=variant.shrinks)
+                for p in problems]
 
+    def report(request: LintRequest, answer: dict) -> None:
+        if progress:
+            done = answer.get("task", {}).get("note") or answer.get("cost_error") or answer.get("load_error") \
+                or answer.get("failure") or answer.get("error")
+            progress(f"sized {request.key}: {str(done).splitlines()[0][:160]}")
 
-def _adapt_key(task_id: str, dtype: str) -> str:
-    return f"{task_id}#{dtype}"
+    return run_requests(requests, timeout_s, workers=workers, threads=threads, memory_bytes=4 << 30, on_answer=report)
 
 
 def _reject_duplicates(problems: list[Problem]) -> None:
@@ -133,36 +142,44 @@ def _reject_duplicates(problems: list[Problem]) -> None:
         seen[p.task_id] = p.path
 
 
-def _plan_task(problem: Problem, variant: Variant, adapted: dict[str, dict]) -> list[PlannedTask]:
+def _plan_task(problem: Problem, variant: Variant, answer: dict) -> list[PlannedTask]:
+    fit = fit_from_dict(answer["task"]) if "task" in answer else None
+    lint_fit = fit_from_dict(answer["lint"]) if "lint" in answer else None
+    reason = _plan_reason(answer, variant, fit)
+    mode = _lint_mode(fit, lint_fit)
     planned = []
     for i, dtype in enumerate(variant.dtypes):
         task_id = problem.task_id if i == 0 else f"{problem.task_id}@{short_dtype(dtype)}"
-        planned.append(_adapted_task(problem, variant, dtype, task_id, adapted[_adapt_key(problem.task_id, dtype)]))
+        planned.append(PlannedTask(task_id, problem, dtype, fit, lint_fit, mode, reason,
+                                   _notes(fit, lint_fit, mode, dtype, variant), problem_file=f"{problem.task_id}.py"))
     return planned
 
 
-def _adapted_task(problem: Problem, variant: Variant, dtype: str, task_id: str, answer: dict) -> PlannedTask:
-    original = size_constants(problem.source)
-    source, constants, cost, reason, note = problem.source, original, None, None, "original sizes"
-    if "cost" in answer:
-        source, constants, note = answer["source"], answer["constants"], answer["note"]
-        cost = _cost_from_dict(answer["cost"])
-    elif "cost_error" in answer:
-        reason = f"cannot run the reference on the meta device: {answer['cost_error']}"
-    else:
-        failure = answer.get("failure") or answer.get("error") or "no answer"
-        reason = f"size profile failed: {failure}"
-    if cost is not None:
-        note = f"{note}; estimated {cost.estimated_ms:.3g} ms on 2 CPU threads"
-        if cost.footprint_bytes > variant.lint_memory_budget_bytes:
-            reason = (f"too big for the lint profile: inputs+output+parameters {cost.footprint_bytes / MiB:.0f} MiB "
-                      f"> {variant.lint_memory_budget_bytes / MiB:.0f} MiB ({variant.lint_profile})")
-        align = alignment_note(cost.input_shapes, cost.output_shape, dtype, variant.alignment_bytes)
-        note = f"{note}; {align}" if align else note
-    return PlannedTask(task_id, problem, dtype, source, original, constants, cost, reason, note,
-                       problem_file=f"{problem.task_id}.py")
+def _plan_reason(answer: dict, variant: Variant, fit: SizeFit | None) -> str | None:
+    if "cost_error" in answer:
+        return f"cannot run the reference on the meta device: {answer['cost_error']}"
+    if fit is None:
+        return f"size profile failed: {answer.get('failure') or answer.get('error') or 'no answer'}"
+    if variant.shrinks and fit.cost.estimated_ms > CPU_2CORE.budget_ms:
+        return (f"too slow for the {CPU_2CORE.name} profile even at the smallest sizes its model allows: "
+                f"estimated {fit.cost.estimated_ms:.4g} ms > {CPU_2CORE.budget_ms:g} ms")
+    return None
 
 
-def _cost_from_dict(data: dict) -> Cost:
-    shapes = tuple(tuple(s) if s is not None else None for s in data["input_shapes"])
-    return Cost(**{**data, "input_shapes": shapes, "output_shape": tuple(data["output_shape"])})
+def _lint_mode(fit: SizeFit | None, lint_fit: SizeFit | None) -> str:
+    if fit is None or lint_fit is None or fit.source == lint_fit.source:
+        return LINT_TASK_SIZES
+    return LINT_REDUCED if lint_fit.cost.estimated_ms <= CPU_2CORE.budget_ms else LINT_META
+
+
+def _notes(fit: SizeFit | None, lint_fit: SizeFit | None, mode: str, dtype: str, variant: Variant) -> str:
+    if fit is None:
+        return "original sizes"
+    parts = [f"{fit.note}; estimated {fit.cost.estimated_ms:.3g} ms on this CPU"]
+    if mode == LINT_REDUCED:
+        parts.append(f"linted at {CPU_2CORE.name} sizes ({lint_fit.note})")
+    elif mode == LINT_META:
+        parts.append(f"values not linted: {CPU_2CORE.name} sizes still estimated at "
+                     f"{lint_fit.cost.estimated_ms:.4g} ms > {CPU_2CORE.budget_ms:g} ms; shapes and cost checked on the meta device")
+    align = alignment_note(fit.cost.input_shapes, fit.cost.output_shape, dtype, variant.alignment_bytes)
+    return "; ".join(parts + ([align] if align else []))

@@ -1,249 +1,240 @@
-"""Size constants of a problem file, a meta-device cost model, and the size profile that scales them.
+"""Shape-preserving size profiles: shrink every large dimension of a task together until it fits.
 
-A problem's *size constants* are its top-level assignments of an int literal or a tuple/list of int
-literals (``batch_size = 16``, ``input_shape = (128, 4095)``). Derived constants
-(``out_features = in_features * 2``) follow automatically because the file is re-executed after the
-literals are rewritten in the source text.
+A KernelBench task at its original sizes can take seconds and gigabytes per forward; a CPU
+verification needs milliseconds. Shrinking the batch alone turns a 1024x8192x8192 GEMM into a
+GEMV and leaves Softmax with two 393216-wide rows: a different kernel. Here the shrink is spread
+geometrically: every scalable size (see :mod:`kernelbench_npu.size_params`) is halved in turn, the
+least-shrunk first, so after any number of steps their shrink factors differ by at most 2x, until
+the meta-device estimate (:mod:`kernelbench_npu.cost`) is inside the time target and the memory
+budget. A dimension stops early, and says why, when
 
-The cost model runs ``Model(*get_init_inputs())(*get_inputs())`` on PyTorch's ``meta`` device under
-a dispatch mode that sums FLOPs (matmul/conv family) and bytes moved per aten op; no real tensor is
-allocated. Its estimate is deterministic, so the scaled shapes (and the build's bytes) do not depend
-on how busy the machine is. Calibration (2 threads, torch 2.13 CPU): ~40 GFLOP/s for GEMM/conv,
-~3 GB/s for large elementwise traffic (first-touch included), ~10 us per op.
+- halving it again would take it below its role's floor (``size_params.FLOORS``: a GEMM keeps
+  M, N, K >= 64, a batch 2, a sequence 32, channels and spatial extents 8), or
+- the model no longer runs on the meta device with it halved (a flattened classifier that needs
+  a 224x224 image, a size that must divide another): it is pinned at the last size that ran.
 
-Scaling rule (cpu size profile): shrink ``*batch*`` constants first (halving, floor 2), then every
-other scalable constant by one common factor (steps of 0.8) until the estimate is at most the
-target. Geometry is never scaled: names with kernel/stride/pad/dilation/group/head/axis/classes/
-layers, and values below 16. Multiples of 8 stay multiples of min(8, their power-of-two factor);
-awkward sizes (not multiples of 8) stay awkward; no dimension drops below 8.
+Halving keeps structure: a size divisible by 2^k is divided exactly (powers of two stay powers of
+two, so group counts keep dividing channels); awkward sizes stay awkward (4095 -> 1025, odd stays
+odd, a non-multiple of 8 never becomes one). Everything is deterministic: no timing is involved.
 """
 
 from __future__ import annotations
 
-import ast
-import re
-from dataclasses import dataclass
+import json
+import math
+from dataclasses import asdict, dataclass
 
-from kernelbench_npu.loader import execute
+from kernelbench_npu.cost import Cost, CostError, cost_from_dict, estimate_cost
+from kernelbench_npu.size_params import FLOORS, Site, find_sites, rewrite
 
-Constant = int | tuple[int, ...]
-
-GFLOPS_PER_S = 40e9
-BYTES_PER_S = 3e9
-SECONDS_PER_OP = 10e-6
-MIN_SCALABLE = 16
-MIN_DIM = 8
-MIN_BATCH = 2
-_GEOMETRY = re.compile(r"kernel|stride|pad|dilation|group|head|axis|classes|layers|reduce|dim_idx", re.I)
-_BATCH = re.compile(r"batch", re.I)
+BALANCE_MIN_SIZE = 64  # dims at least this large count in the balance figure
+SLACK = 4.0  # a task that cannot reach the target keeps sizes up to 4x slower than its smallest
+MAX_STEPS = 400
 
 
 @dataclass(frozen=True)
-class Cost:
-    """Meta-device estimate of one reference forward."""
+class DimShrink:
+    """One size of the task: where it started, where it ended and, if it stopped early, why."""
 
-    flops: int
-    bytes_moved: int
-    ops: int
-    footprint_bytes: int  # inputs + output + parameters and buffers
-    input_shapes: tuple[tuple[int, ...] | None, ...]  # None for a Python scalar input
-    output_shape: tuple[int, ...]
-    output_dtype: str
+    key: str
+    role: str
+    original: int
+    adapted: int
+    note: str  # "" when it shrank with the others (or no shrink was needed)
 
     @property
-    def estimated_ms(self) -> float:
-        seconds = self.flops / GFLOPS_PER_S + self.bytes_moved / BYTES_PER_S + self.ops * SECONDS_PER_OP
-        return seconds * 1e3
-
-
-class CostError(RuntimeError):
-    """The meta-device run failed (an op without a meta kernel, a shape error after scaling, ...)."""
-
-
-def size_constants(source: str) -> dict[str, Constant]:
-    """The literal size constants of a problem source, in file order."""
-    return {name: value for name, value, _node in _constant_nodes(source)}
-
-
-def _constant_nodes(source: str) -> list[tuple[str, Constant, ast.expr]]:
-    found = []
-    for node in ast.parse(source).body:
-        if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)):
-            continue
-        value = _int_literal(node.value)
-        if value is not None:
-            found.append((node.targets[0].id, value, node.value))
-    return found
-
-
-def _int_literal(node: ast.expr) -> Constant | None:
-    try:
-        value = ast.literal_eval(node)
-    except (ValueError, SyntaxError, TypeError):
-        return None
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, (tuple, list)) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return tuple(value)
-    return None
-
-
-def rewrite_constants(source: str, new_values: dict[str, Constant]) -> str:
-    """The source with the given literal constants replaced (everything else byte for byte)."""
-    lines = source.splitlines(keepends=True)
-    edits = [(node, new_values[name]) for name, old, node in _constant_nodes(source)
-             if name in new_values and new_values[name] != old]
-    for node, value in sorted(edits, key=lambda e: (e[0].lineno, e[0].col_offset), reverse=True):
-        start, end = node.lineno - 1, node.end_lineno - 1
-        text = "".join(lines[start:end + 1])
-        prefix_len = node.col_offset
-        suffix_start = len(text) - (len(lines[end]) - node.end_col_offset)
-        literal = repr(value) if not isinstance(value, tuple) else "(" + ", ".join(map(str, value)) + ("," if len(value) == 1 else "") + ")"
-        lines[start:end + 1] = [text[:prefix_len] + literal + text[suffix_start:]]
-    return "".join(lines)
-
-
-def estimate_cost(source: str, dtype: str = "float32", path: str = "<problem>") -> Cost:
-    """Run the problem once on the meta device and count FLOPs, bytes and ops (no real allocation)."""
-    import torch
-    from torch.utils.flop_counter import FlopCounterMode
-
-    torch_dtype = getattr(torch, dtype)
-    try:
-        namespace = execute(path, source)
-        with torch.device("meta"):
-            model = namespace["Model"](*namespace["get_init_inputs"]()).eval().to(torch_dtype)
-            inputs = [cast_input(x, torch_dtype) for x in namespace["get_inputs"]()]
-            counter, bytes_mode = FlopCounterMode(display=False), _BytesMode()
-            with torch.no_grad(), counter, bytes_mode:
-                out = model(*inputs)
-    except Exception as exc:  # noqa: BLE001 - reported to the caller as one line
-        raise CostError(f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}") from None
-    if not isinstance(out, torch.Tensor):
-        raise CostError(f"forward returned a {type(out).__name__}, expected one tensor")
-    tensors = [x for x in inputs if isinstance(x, torch.Tensor)]
-    state = list(model.parameters()) + list(model.buffers())
-    footprint = sum(_nbytes(t) for t in tensors + state) + _nbytes(out)
-    return Cost(
-        flops=int(counter.get_total_flops()), bytes_moved=bytes_mode.bytes_moved, ops=bytes_mode.ops,
-        footprint_bytes=footprint,
-        input_shapes=tuple(tuple(x.shape) if isinstance(x, torch.Tensor) else None for x in inputs),
-        output_shape=tuple(out.shape), output_dtype=str(out.dtype).removeprefix("torch."),
-    )
-
-
-def cast_input(value, torch_dtype):
-    """Floating-point tensors take the variant's dtype; integer tensors and scalars stay as they are."""
-    import torch
-
-    if isinstance(value, torch.Tensor) and value.is_floating_point():
-        return value.to(torch_dtype)
-    return value
-
-
-def _nbytes(tensor) -> int:
-    return tensor.numel() * tensor.element_size()
-
-
-def _bytes_mode_class():
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_leaves
-
-    import torch
-
-    class BytesMode(TorchDispatchMode):
-        """Sums bytes read and written by every non-view aten op."""
-
-        def __init__(self):
-            super().__init__()
-            self.bytes_moved = 0
-            self.ops = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            if not getattr(func, "is_view", False):
-                leaves = tree_leaves((args, kwargs or {}, out))
-                self.bytes_moved += sum(_nbytes(t) for t in leaves if isinstance(t, torch.Tensor))
-                self.ops += 1
-            return out
-
-    return BytesMode
-
-
-def _BytesMode():  # noqa: N802 - a factory so torch is imported lazily
-    return _bytes_mode_class()()
+    def shrink(self) -> float:
+        return self.original / self.adapted
 
 
 @dataclass(frozen=True)
-class SizeProfileResult:
-    """The outcome of fitting a problem to a time target."""
+class SizeFit:
+    """The outcome of fitting a problem to a size profile."""
 
-    constants: dict[str, Constant]  # adapted values of every size constant
     source: str  # the adapted source
+    original: dict[str, int]  # every size site as written
+    adapted: dict[str, int]  # the same sites after the fit
+    dims: tuple[DimShrink, ...]
     cost: Cost
-    note: str  # how it was scaled, one line
+    note: str  # one line: how it was fitted
+
+    @property
+    def balance(self) -> float | None:
+        """Largest over smallest shrink factor among dims originally >= 64 (None: fewer than one)."""
+        return balance([d for d in self.dims])
+
+    def dims_json(self) -> str:
+        return json.dumps([asdict(d) for d in self.dims])
+
+    def as_dict(self) -> dict:
+        """Plain data (JSON-able) for the lint worker's pipe; :func:`fit_from_dict` reverses it."""
+        return {"source": self.source, "original": self.original, "adapted": self.adapted,
+                "dims": [asdict(d) for d in self.dims], "cost": asdict(self.cost), "note": self.note}
 
 
-def is_scalable(name: str, value: Constant) -> bool:
-    values = value if isinstance(value, tuple) else (value,)
-    return not _GEOMETRY.search(name) and any(v >= MIN_SCALABLE for v in values)
+def fit_from_dict(data: dict) -> SizeFit:
+    return SizeFit(data["source"], dict(data["original"]), dict(data["adapted"]),
+                   tuple(DimShrink(**d) for d in data["dims"]), cost_from_dict(data["cost"]), data["note"])
 
 
-def scale_value(name: str, value: Constant, factor: float) -> Constant:
-    if isinstance(value, tuple):
-        return tuple(_scale_int(v, factor, MIN_DIM) for v in value)
-    return _scale_int(value, factor, MIN_BATCH if _BATCH.search(name) else MIN_DIM)
+def original_fit(source: str, cost: Cost, note: str = "original sizes") -> SizeFit:
+    """The task at the sizes it was written with (the original-size variants)."""
+    sites = find_sites(source)
+    original = {s.key: s.value for s in sites}
+    return SizeFit(source, original, original, _dims(sites, {}, {}, "kept: the variant uses the original sizes"),
+                   cost, note)
 
 
-def _scale_int(value: int, factor: float, floor: int) -> int:
-    if value < MIN_SCALABLE or factor >= 1.0:
+def balance(dims: list[DimShrink]) -> float | None:
+    shrinks = [d.shrink for d in dims if d.original >= BALANCE_MIN_SIZE and d.role in FLOORS]
+    return max(shrinks) / min(shrinks) if shrinks else None
+
+
+def halve(value: int, times: int) -> int:
+    """``value`` halved ``times`` times, keeping its structure (see the module docstring)."""
+    if times <= 0:
         return value
+    if value % (1 << times) == 0:
+        return value >> times
     grain = min(value & -value, 8)
-    new = max(floor, round(value * factor / grain) * grain) if grain > 1 else max(floor, round(value * factor))
-    if value % 8 and new % 8 == 0:  # keep awkward sizes awkward (tails matter to NPU/SIMD kernels)
+    new = max(1, round(value / (1 << times) / grain) * grain)
+    if value % 8 and new % 8 == 0:  # keep awkward sizes awkward (tails matter to SIMD/NPU kernels)
         new += 1
     if value % 2 and new % 2 == 0:
         new += 1
     return min(new, value)
 
 
-def fit_to_target(source: str, target_ms: float, keep_below_ms: float, dtype: str = "float32",
-                  path: str = "<problem>") -> SizeProfileResult:
-    """Shrink the size constants until the estimate is at most ``target_ms``.
+def fit_to_budget(source: str, target_ms: float, keep_below_ms: float, memory_bytes: int,
+                  dtype: str = "float32", path: str = "<problem>", budget_ms: float | None = None) -> SizeFit:
+    """Shrink the task's sizes together until the estimate is <= ``target_ms`` and its footprint
+    <= ``memory_bytes``; tasks already <= ``keep_below_ms`` (and within memory) keep their sizes.
 
-    Problems already estimated at or below ``keep_below_ms`` keep their sizes. Raises CostError when
-    even the original sizes cannot run on the meta device.
-    """
-    original = size_constants(source)
+    When floors or pinned sizes (a 224x224 image feeding a fixed classifier) keep ``target_ms`` out
+    of reach, crushing every other size to its floor buys little: the task goes back to the first
+    sizes on the way whose estimate is within ``SLACK`` times that of the smallest sizes (and
+    within ``budget_ms``), so VGG keeps a quarter of its channels rather than 8 of each.
+
+    Raises CostError when the original sizes cannot run on the meta device."""
+    sites = find_sites(source)
+    original = {s.key: s.value for s in sites}
     cost = estimate_cost(source, dtype, path)
-    if cost.estimated_ms <= keep_below_ms:
-        return SizeProfileResult(original, source, cost, "original sizes (estimate within budget)")
-    batch = {k: v for k, v in original.items() if _BATCH.search(k) and is_scalable(k, v)}
-    others = {k: v for k, v in original.items() if k not in batch and is_scalable(k, v)}
-    best = SizeProfileResult(original, source, cost, "original sizes (could not shrink)")
-    for batch_factor, factor in _schedule(batch, others):
-        values = {**original, **{k: scale_value(k, v, batch_factor) for k, v in batch.items()},
-                  **{k: scale_value(k, v, factor) for k, v in others.items()}}
-        candidate = rewrite_constants(source, values)
+    if cost.estimated_ms <= keep_below_ms and cost.footprint_bytes <= memory_bytes:
+        return SizeFit(source, original, original, _dims(sites, {}, {}, "kept: the original sizes fit"), cost,
+                       "original sizes (estimate within budget)")
+    search = _Search(source, sites, dtype, path, cost)
+    note = "shrunk together in {} halvings"
+    if not search.run(lambda c: c.estimated_ms <= target_ms and c.footprint_bytes <= memory_bytes):
+        smallest = search.cost.estimated_ms
+        limit = min(budget_ms if budget_ms is not None else math.inf, max(target_ms, SLACK * smallest))
+        if search.go_back(lambda c: c.estimated_ms <= limit and c.footprint_bytes <= memory_bytes):
+            note += (f" to the first sizes within {limit:.3g} ms ({SLACK:g}x the {smallest:.3g} ms of the smallest "
+                     f"sizes: floors and pinned sizes keep {target_ms:g} ms out of reach)")
+        else:
+            note = f"could not reach {target_ms:g} ms: every size is at its floor or pinned ({{}} halvings)"
+    values = {s.key: halve(s.value, search.exponents.get(s.key, 0)) for s in sites}
+    dims = _dims(sites, search.exponents, search.stopped, "")
+    return SizeFit(search.source, original, values, dims, search.cost, note.format(sum(search.exponents.values())))
+
+
+class _Search:
+    """Halve the least-shrunk scalable sizes, one unit at a time, until ``fits(cost)``.
+
+    A *unit* is a set of sites that always move together: sizes of one role with the same value
+    (a square stays square, in == out channels stay equal), and sizes found to be tied by the
+    model (HingeLoss needs ``batch_size == input_shape[0]``; a LayerNorm over the last axis needs
+    it equal to the channel count): when halving a unit alone breaks the model, halving it with
+    one other unit is tried before it is pinned."""
+
+    def __init__(self, source: str, sites: tuple[Site, ...], dtype: str, path: str, cost: Cost) -> None:
+        self.original, self.sites, self.dtype, self.path = source, sites, dtype, path
+        self.source, self.cost = source, cost
+        self.exponents: dict[str, int] = {s.key: 0 for s in sites if s.scalable}
+        self.stopped: dict[str, str] = {}
+        self.units: list[tuple[Site, ...]] = _initial_units([s for s in sites if s.scalable])
+        self.history: list[tuple[dict[str, int], str, Cost, dict[str, str]]] = []  # states before each halving
+
+    def run(self, fits) -> bool:
+        """Halve until ``fits(cost)`` (True) or nothing can move (False); every state is kept."""
+        for _ in range(MAX_STEPS):
+            if fits(self.cost):
+                return True
+            unit = self._next()
+            if unit is None:
+                return False
+            self._step(unit)
+        return fits(self.cost)
+
+    def go_back(self, good_enough) -> bool:
+        """Return to the first state on the way whose cost is ``good_enough``; False if none was
+        before the current one. Sizes found pinned stay pinned; floors reached later do not count."""
+        for exponents, source, cost, stopped in self.history:
+            if good_enough(cost):
+                self.exponents, self.source, self.cost = exponents, source, cost
+                self.stopped = {k: v for k, v in stopped.items() if v.startswith("pinned")}
+                return True
+        return False
+
+    def _movable(self) -> list[tuple[Site, ...]]:
+        return [u for u in self.units if u[0].key not in self.stopped]
+
+    def _next(self) -> tuple[Site, ...] | None:
+        order = {s.key: i for i, s in enumerate(self.sites)}
+        movable = self._movable()
+        if not movable:
+            return None
+        return min(movable, key=lambda u: (self.exponents[u[0].key],
+                                           -min(halve(s.value, self.exponents[s.key]) / s.floor for s in u),
+                                           order[u[0].key]))
+
+    def _step(self, unit: tuple[Site, ...]) -> None:
+        low = [s for s in unit if halve(s.value, self.exponents[s.key] + 1) < s.floor]
+        if low:
+            for s in unit:
+                self.stopped[s.key] = f"at its floor ({s.role} >= {s.floor})" if s in low else \
+                    f"moves with {low[0].key}, which is at its floor ({low[0].role} >= {low[0].floor})"
+            return
+        error = self._try(unit)
+        if error is None:
+            return
+        for other in sorted((u for u in self._movable() if u is not unit), key=lambda u: self.exponents[u[0].key]):
+            if all(halve(s.value, self.exponents[s.key] + 1) >= s.floor for s in other) and self._try(unit + other) is None:
+                self.units = [u for u in self.units if u is not unit and u is not other] + [unit + other]
+                return
+        for s in unit:
+            self.stopped[s.key] = f"pinned: the model does not run with {halve(s.value, self.exponents[s.key] + 1)} ({error})"
+
+    def _try(self, unit: tuple[Site, ...]) -> str | None:
+        """Halve every site of ``unit``; None on success, else the meta-device error."""
+        trial = {**self.exponents, **{s.key: self.exponents[s.key] + 1 for s in unit}}
+        candidate = rewrite(self.original, self.sites, {s.key: halve(s.value, trial.get(s.key, 0)) for s in self.sites})
         try:
-            cost = estimate_cost(candidate, dtype, path)
-        except CostError:
-            continue
-        best = SizeProfileResult(values, candidate, cost, f"scaled: batch x{batch_factor:.3g}, other sizes x{factor:.3g}")
-        if cost.estimated_ms <= target_ms:
-            return best
-    return best
+            cost = estimate_cost(candidate, self.dtype, self.path)
+        except CostError as exc:
+            return str(exc)
+        self.history.append((self.exponents, self.source, self.cost, dict(self.stopped)))
+        self.exponents, self.source, self.cost = trial, candidate, cost
+        return None
 
 
-def _schedule(batch: dict, others: dict):
-    """(batch factor, other factor) pairs to try, from the mildest shrink to the strongest."""
-    batch_factors = [0.5 ** i for i in range(1, 13)] if batch else []
-    smallest_batch = 1.0
-    for f in batch_factors:
-        yield f, 1.0
-        smallest_batch = f
-        if all(scale_value(k, v, f) == MIN_BATCH or scale_value(k, v, f) == v for k, v in batch.items()):
-            break
-    if others:
-        for i in range(1, 41):
-            yield smallest_batch, 0.8 ** i
+def _initial_units(sites: list[Site]) -> list[tuple[Site, ...]]:
+    units: dict[tuple[str, int], list[Site]] = {}
+    for s in sites:
+        units.setdefault((s.role, s.value), []).append(s)
+    return [tuple(group) for group in units.values()]
+
+
+def _dims(sites: tuple[Site, ...], exponents: dict[str, int], stopped: dict[str, str], default: str) -> tuple[DimShrink, ...]:
+    dims = []
+    for s in sites:
+        role = "unused" if s.dead else s.role
+        if s.dead:
+            note = "assigned again later in the file (this value is never used)"
+        elif s.role == "geometry":
+            note = "geometry (kernel, stride, padding, heads, layers, axes): never scaled"
+        elif not s.scalable:
+            note = f"below twice its floor ({s.role} >= {FLOORS[s.role]}): never scaled"
+        else:
+            note = stopped.get(s.key, default)
+        dims.append(DimShrink(s.key, role, s.value, halve(s.value, exponents.get(s.key, 0)), note))
+    return tuple(dims)

@@ -1,8 +1,9 @@
 """The task contract between a benchmark build and everything that consumes it.
 
-A build directory holds ``manifest.parquet`` (one row per task), ``problems/`` (the adapted
-KernelBench-format files) and ``build.json``. :func:`load_build` turns it into typed, frozen
-:class:`TaskSpec` objects; the verifier and the agent never read the manifest directly.
+A build directory holds ``manifest.parquet`` (one row per task), ``measurements.parquet`` (what
+the build measured: forward times), ``problems/`` (the adapted KernelBench-format files) and
+``build.json``. :func:`load_build` turns it into typed, frozen :class:`TaskSpec` objects; the
+verifier and the agent never read the manifest directly.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class TaskSpec:
     adapted_shapes: str  # JSON object: the same constants after the variant's size profile
     lint_status: str  # "ok" or "quarantined"
     lint_reason: str | None
-    reference_ms: float | None
+    reference_ms: float | None  # measured at the task's sizes when the build linted it there (measurements.parquet)
     problem_path: Path
 
     @property
@@ -70,8 +71,7 @@ class Build:
 
 _REQUIRED = (
     "task_id", "level", "category", "name", "source_sha256", "variant", "dtype",
-    "original_shapes", "adapted_shapes", "atol", "rtol", "lint_status", "lint_reason",
-    "reference_ms", "problem_file",
+    "original_shapes", "adapted_shapes", "atol", "rtol", "lint_status", "lint_reason", "problem_file",
 )
 
 
@@ -93,8 +93,18 @@ def load_build(root: str | Path) -> Build:
     missing = [c for c in _REQUIRED if rows and c not in rows[0]]
     if missing:
         raise BuildError(f"{manifest_path}: missing column {missing[0]!r}")
-    tasks = tuple(_task_from_row(root, row) for row in rows)
+    timings = _reference_ms(root / "measurements.parquet")
+    tasks = tuple(_task_from_row(root, {**row, "reference_ms": timings.get(row["task_id"], row.get("reference_ms"))})
+                  for row in rows)
     return Build(root=root, build_hash=meta["build_hash"], backend=meta["backend"], tasks=tasks)
+
+
+def _reference_ms(path: Path) -> dict[str, float | None]:
+    """task_id -> measured reference forward (ms); empty when the build has no measurements file."""
+    if not path.is_file():
+        return {}
+    table = pq.read_table(path, columns=["task_id", "reference_ms"])
+    return dict(zip(table["task_id"].to_pylist(), table["reference_ms"].to_pylist()))
 
 
 def _task_from_row(root: Path, row: dict) -> TaskSpec:

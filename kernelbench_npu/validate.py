@@ -13,9 +13,10 @@ import pyarrow as pa
 from kernelbench_npu.spec import BACKENDS, LINT_OK, LINT_QUARANTINED
 
 KEY_COLUMNS = ("task_id", "level", "category", "name", "source_sha256", "variant", "dtype",
-               "original_shapes", "adapted_shapes", "atol", "rtol", "lint_status", "problem_file")
-ATOL_RANGE = (1e-7, 1e-1)
+               "original_shapes", "adapted_shapes", "dims", "atol", "rtol", "lint_status", "lint_mode", "problem_file")
+ATOL_RANGE = (1e-12, 1e-1)
 RTOL_RANGE = (1e-6, 1e-1)
+LINT_MODES = ("task sizes", "reduced sizes", "meta device only")
 
 
 class ManifestValidationError(ValueError):
@@ -38,7 +39,9 @@ def manifest_expectations() -> list:
         E.ExpectColumnValuesToMatchRegex(column="source_sha256", regex=r"^[0-9a-f]{64}$"),
         E.ExpectColumnValuesToBeBetween(column="atol", min_value=ATOL_RANGE[0], max_value=ATOL_RANGE[1]),
         E.ExpectColumnValuesToBeBetween(column="rtol", min_value=RTOL_RANGE[0], max_value=RTOL_RANGE[1]),
-        E.ExpectColumnValuesToBeBetween(column="reference_ms", min_value=0, strict_min=True),
+        E.ExpectColumnValuesToBeInSet(column="lint_mode", value_set=list(LINT_MODES)),
+        E.ExpectColumnValuesToBeBetween(column="estimated_ms", min_value=0, strict_min=True),
+        E.ExpectColumnValuesToBeBetween(column="balance", min_value=1.0),
         E.ExpectColumnPairValuesToBeEqual(column_A="lint_status", column_B="lint_status_implied"),
     ]
     for column, kind in (("level", "int"), ("atol", "float"), ("rtol", "float"), ("task_id", "str")):

@@ -1,14 +1,19 @@
-"""Backend variants: dtype, size profile, tolerances and the lint profile of each backend.
+"""Backend variants: dtypes, the size profile, and how each task is linted on this machine.
 
-- ``cpu``: a size profile for a 2-core CPU: constants are shrunk until the meta-device estimate of
-  one reference forward is ~4 ms (problems estimated at <= 20 ms keep their sizes); fp32.
+- ``cpu``: the ``cpu-2core`` size profile: every large dimension shrinks together
+  (:mod:`kernelbench_npu.sizing`) until the meta-device estimate of one reference forward is
+  ~4 ms (problems estimated at <= 20 ms keep their sizes); fp32, optionally fp16/bf16.
 - ``ascendc`` (the NPU variant): the original sizes; fp32, optionally fp16; alignment to the NPU's
   32-byte blocks is recorded per task (``notes``), never padded away: tails are part of the task.
   ``triton-ascend`` (Triton kernels for the same NPU) uses the same profile.
 - ``cuda``, ``triton``: the original sizes; fp32 (fp16/bf16 optional).
 
-Lint always runs the reference on *this* machine's CPU. For the original-size variants that is a
-proxy profile with a larger time and memory budget (``lint_profile`` says so in build.json).
+Lint always runs the reference on *this* machine's CPU. Sizes are never what quarantines a task:
+a task is linted at its own sizes when they fit the ``cpu-2core`` profile, otherwise at the sizes
+that profile gives it (same code path, every size-independent check: input dependence,
+triviality, determinism, finiteness, rounding noise), or, when even those are beyond the lint
+budget (networks whose sizes the architecture pins), on the meta device only. The manifest's
+``lint_mode`` says which.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ DTYPE_ALIASES = {"fp32": "float32", "float32": "float32", "fp16": "float16", "fl
                  "half": "float16", "bf16": "bfloat16", "bfloat16": "bfloat16"}
 _SHORT = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 MiB = 1 << 20
+LINT_TASK_SIZES, LINT_REDUCED, LINT_META = "task sizes", "reduced sizes", "meta device only"
 _NPU_BACKENDS = ("ascendc", "triton-ascend")  # the NPU size profile: original sizes, 32-byte alignment notes
 
 
@@ -30,20 +36,35 @@ class VariantError(ValueError):
 
 
 @dataclass(frozen=True)
+class SizeProfile:
+    """Where the sizer aims: a meta-device time estimate and a memory footprint."""
+
+    name: str
+    target_ms: float  # shrink until the estimate is at most this
+    keep_below_ms: float  # estimates at or below this keep their original sizes
+    memory_bytes: int  # inputs + output + parameters must fit too
+    budget_ms: float  # an estimate above this even at the smallest sizes is too slow for the profile
+
+
+CPU_2CORE = SizeProfile("cpu-2core", 4.0, 20.0, 64 * MiB, 250.0)
+
+
+@dataclass(frozen=True)
 class Variant:
     backend: str
     dtypes: tuple[str, ...]
     size_profile: str  # "cpu-2core" | "original"
-    target_ms: float | None  # cost-model target of the size profile (None: keep original sizes)
-    keep_below_ms: float | None  # estimates at or below this keep their original sizes
     alignment_bytes: int | None  # NPU block size recorded per task (ascendc)
     lint_profile: str
-    lint_time_budget_ms: float  # a reference forward slower than this on this CPU is quarantined
-    lint_memory_budget_bytes: int  # inputs + output + parameters
     lint_task_timeout_s: float  # a lint that takes longer is killed and the task quarantined
 
+    @property
+    def shrinks(self) -> bool:
+        """True when the variant's tasks take the cpu-2core sizes (else their original sizes)."""
+        return self.size_profile == CPU_2CORE.name
+
     def as_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "lint_sizes": asdict(CPU_2CORE)}
 
 
 _SUPPORTED_DTYPES = {
@@ -65,11 +86,10 @@ def variant_for(backend: str, dtypes: tuple[str, ...] | list[str] | None = None)
         raise VariantError(f"dtype {bad[0]!r} not supported by the {backend} variant "
                            f"(choose from {', '.join(_SUPPORTED_DTYPES[backend])})")
     if backend == "cpu":
-        return Variant(backend, names, "cpu-2core", 4.0, 20.0, None,
-                       "cpu-2core: the scaled reference on this CPU", 250.0, 256 * MiB, 60.0)
-    return Variant(backend, names, "original", None, None, 32 if backend in _NPU_BACKENDS else None,
-                   f"cpu-proxy: {backend} sizes, reference run on this CPU with a larger budget",
-                   5000.0, 2048 * MiB, 180.0)
+        return Variant(backend, names, CPU_2CORE.name, None, "cpu-2core: the task's own sizes on this CPU", 180.0)
+    return Variant(backend, names, "original", 32 if backend in _NPU_BACKENDS else None,
+                   f"cpu-proxy: {backend} sizes; references linted on this CPU at cpu-2core sizes "
+                   "(size-independent checks), or on the meta device", 180.0)
 
 
 def _normalise_dtype(name: str) -> str:
@@ -81,24 +101,6 @@ def _normalise_dtype(name: str) -> str:
 
 def short_dtype(dtype: str) -> str:
     return _SHORT.get(dtype, dtype)
-
-
-def tolerances(dtype: str, output_scale: float) -> tuple[float, float]:
-    """(atol, rtol) for a dtype, scale-aware: atol grows with max|reference| above 1.
-
-    fp32: atol = 1e-5 * max(1, scale) rounded up to one significant digit, capped at 1e-4;
-    rtol 1e-4. fp16/bf16: atol = 1e-2 * max(1, scale) (capped at 1e-1), rtol 1e-2.
-    """
-    scale = max(1.0, float(output_scale)) if math.isfinite(output_scale) else 1.0
-    if dtype == "float32":
-        return _ceil_1sig(min(1e-5 * scale, 1e-4)), 1e-4
-    return _ceil_1sig(min(1e-2 * scale, 1e-1)), 1e-2
-
-
-def _ceil_1sig(x: float) -> float:
-    exponent = math.floor(math.log10(x))
-    mantissa = math.ceil(round(x / 10 ** exponent, 6))
-    return float(f"{mantissa}e{exponent}")
 
 
 def alignment_note(input_shapes, output_shape, dtype: str, alignment_bytes: int | None) -> str:
@@ -114,3 +116,7 @@ def alignment_note(input_shapes, output_shape, dtype: str, alignment_bytes: int 
     if not unaligned:
         return f"aligned: every last dimension is a multiple of {alignment_bytes} B"
     return f"unaligned tails (need {alignment_bytes} B block handling): " + "; ".join(unaligned)
+
+
+def finite_or(value: float, default: float) -> float:
+    return value if math.isfinite(value) else default

@@ -25,7 +25,10 @@ TINY = problem("return x * 1e-9")
 IGNORES_INPUT = problem("return self.w * 1.0", init="self.w = nn.Parameter(torch.randn(8, 64))")
 RANDOM = problem("return x + torch.randn_like(x)")
 NON_FINITE = problem("return torch.log(x)")  # randn has negatives: NaN
-IDENTITY_ON_POSITIVE = problem("return torch.relu(x)", inputs="[torch.rand(batch_size, dim)]")
+IDENTITY_ON_POSITIVE = problem("return torch.relu(x)", inputs="[torch.rand(batch_size, dim)]")  # KernelBench's ReLU
+IDENTITY_ALWAYS = problem("return x * (1.0 + 1e-7)")
+TINY_SOFTMAX = problem("return torch.softmax(x, dim=1)", consts="batch_size = 8\ndim = 65536")  # max|out| ~ 1e-4
+NOISE_MEAN = problem("return (x - x.mean(dim=1, keepdim=True)).mean(dim=1)", consts="batch_size = 8\ndim = 4096")
 MUTATES = problem("x.mul_(2.0)\nreturn x.clone()")
 HANGS = problem("import time\nwhile True:\n    time.sleep(0.05)")
 CRASHES = problem("import os\nos._exit(3)")

@@ -32,6 +32,20 @@ def test_cli_build_prints_progress_and_the_hash_last(checkout, tmp_path):
     assert fp16.dtype == "float16" and fp16.rtol == 1e-2 and fp16.problem_path == build.task("KB-L1/19_ReLU").problem_path
 
 
+def test_cli_explain_prints_sizes_tolerance_and_verdict_of_one_task(checkout, tmp_path):
+    out = tmp_path / "b"
+    assert CliRunner().invoke(app, ["build", "--source", str(checkout), "--levels", "1", "--no-bundled",
+                                    "--out", str(out), "--quiet"]).exit_code == 0
+    explained = CliRunner().invoke(app, ["build", "--explain", "KB-L1/20_Const", "--out", str(out)])
+    assert explained.exit_code == 0, explained.output
+    text = explained.output
+    assert "KB-L1/20_Const  (cpu, float32, level 1" in text and "batch_size" in text and "dim" in text
+    assert "tolerance      atol=" in text and "lint           task sizes" in text
+    assert "verdict        quarantined: output is constant" in text
+    missing = CliRunner().invoke(app, ["build", "--explain", "KB-L1/404", "--out", str(out)])
+    assert missing.exit_code == 2 and "task_id 'KB-L1/404' not in this build" in missing.output
+
+
 @pytest.mark.parametrize("args, message", [
     (["--backend", "tpu"], "backend 'tpu' unknown"),
     (["--levels", "1,9"], "--levels"),

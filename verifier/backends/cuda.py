@@ -32,12 +32,14 @@ from typing import Any, Callable
 
 from kernelbench_npu.spec import TaskSpec
 from verifier.backends import cuda_headers
+from verifier.backends import cuda_policy
 from verifier.backends.base import Availability, Backend, CompileOutcome, GateCapability
 from verifier.backends.cuda_sources import CandidateFormatError, InlineExtension, extract_inline_extensions
 from verifier.backends.gpu_timing import cuda_event_timer, gpu_present
 from verifier.backends.pymodule import import_candidate, model_new_class
 from verifier.backends.scaffolds import read_scaffold
 from verifier.backends.toolrun import ToolRun, run_tool, trim_diagnostics
+from verifier.sandbox.compile_cache import CacheEntry
 
 DEFAULT_ARCH = "sm_90"
 _PTXAS_FUNC = re.compile(r"Compiling entry function '(\w+)' for '(\w+)'")
@@ -197,6 +199,20 @@ class CudaBackend(Backend):
             return f"cuda candidate format: {exc}"
         return ""
 
+    def cache_entries(self, candidate_source: str) -> tuple[CacheEntry, ...]:
+        if gpu_present()[0] or find_nvcc() is None:
+            return ()  # a GPU build also leaves torch's extension dir, which is private to the verification
+        try:
+            extensions = extract_inline_extensions(candidate_source)
+        except CandidateFormatError:
+            return ()
+        headers = cuda_headers.choose([e.cuda_sources + "\n" + e.cpp_sources for e in extensions], find_nvcc(),
+                                      cuda_headers.installed())
+        if headers.unavailable:
+            return ()
+        digest, key = _digests(target_arch(), nvcc_version(find_nvcc()), candidate_source, headers.key)
+        return (CacheEntry(key, f"cuda-{digest}"),)
+
     def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
         start = time.perf_counter()
         try:
@@ -212,15 +228,17 @@ class CudaBackend(Backend):
                                       cuda_headers.installed(root=Path(root) if root else None))
         if headers.unavailable:
             return CompileOutcome(False, headers.unavailable, time.perf_counter() - start)
-        digest = hashlib.sha256(f"{arch}\0{headers.key}\0{candidate_source}".encode()).hexdigest()[:20]
+        digest, _ = _digests(arch, nvcc_version(nvcc), candidate_source, headers.key)
         work = build_dir / f"cuda-{digest}"
         marker = work / "compile-ok.txt"
-        gpu_build = _gpu_build(candidate_source, build_dir) if gpu_present()[0] else ""
+        gpu = gpu_present()[0]
+        gpu_build = _gpu_build(candidate_source, build_dir) if gpu else ""
         if gpu_build:
             return CompileOutcome(False, gpu_build, time.perf_counter() - start)
+        gpu_units = cuda_policy.gpu_units(build_dir / "torch_extensions", extensions) if gpu else ()
         if marker.is_file():
-            return CompileOutcome(True, marker.read_text(), time.perf_counter() - start, cached=True,
-                                  artifacts=tuple(str(p) for p in sorted(work.glob("*.o"))), note=headers.note)
+            return CompileOutcome(True, marker.read_text(), time.perf_counter() - start, cached=True, artifacts=(str(work),),
+                                  units=cuda_policy.compile_only_units(extensions, work) + gpu_units, note=headers.note)
         work.mkdir(parents=True, exist_ok=True)
         runs = self._compile_units(nvcc, arch, extensions, work, timeout_s, headers)
         seconds = time.perf_counter() - start
@@ -229,10 +247,11 @@ class CudaBackend(Backend):
             feedback = _failure_feedback(failed, work)
             return CompileOutcome(False, feedback + (f"\n{headers.note}" if headers.note else ""), seconds,
                                   note=headers.note)
+        cuda_policy.write_records(extensions, work)
         summary = ptxas_summary("\n".join(r.stderr + r.stdout for r in runs))
         marker.write_text(summary)
-        return CompileOutcome(True, summary, seconds, artifacts=tuple(str(p) for p in sorted(work.glob("*.o"))),
-                              note=headers.note)
+        return CompileOutcome(True, summary, seconds, artifacts=(str(work),),
+                              units=cuda_policy.compile_only_units(extensions, work) + gpu_units, note=headers.note)
 
     def _compile_units(self, nvcc: str, arch: str, extensions: tuple[InlineExtension, ...], work: Path,
                        timeout_s: float, headers: cuda_headers.HeaderChoice) -> list[ToolRun]:
@@ -241,10 +260,11 @@ class CudaBackend(Backend):
             define = f"-DTORCH_EXTENSION_NAME={ext.name}"
             cu, cpp = work / f"{ext.name}_{i}.cu", work / f"{ext.name}_{i}.cpp"
             cu.write_text(ext.cuda_unit())
-            jobs.append(nvcc_command(nvcc, arch, cu.name, define, headers, ("-c", "-o", f"{cu.stem}.cuda.o")))
+            jobs.append(nvcc_command(nvcc, arch, cu.name, define, headers,
+                                     ("-c", "-o", f"{cu.stem}.cuda.o", *cuda_policy.NVCC_KEEP)))  # keeps what the build checks read
             if ext.cpp_sources.strip() or ext.functions:
                 cpp.write_text(ext.cpp_unit())
-                jobs.append(host_command(nvcc, cpp.name, define, headers))
+                jobs.append(host_command(nvcc, cpp.name, define, headers, ("-fsyntax-only", *cuda_policy.GXX_KEEP)))
         with ThreadPoolExecutor(max_workers=2) as pool:
             return list(pool.map(lambda argv: run_tool(argv, work, timeout_s), jobs))
 
@@ -257,6 +277,11 @@ class CudaBackend(Backend):
         os.environ["TORCH_EXTENSIONS_DIR"] = str(ext_dir)  # private to this verification
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", arch_list_entry(target_arch()))
         return model_new_class(import_candidate(candidate_source, build_dir, "cuda"), self.name)
+
+    def sandbox_paths(self) -> tuple[str, ...]:
+        nvcc = find_nvcc()  # the toolkit, and torch's CUDA headers when fetched (evokernel toolchain fetch-cuda-headers)
+        headers = cuda_headers.cache_root()
+        return ((str(Path(nvcc).resolve().parents[1]),) if nvcc else ()) + ((str(headers),) if headers.is_dir() else ())
 
     def before_sandbox(self) -> None:
         count_extension_calls()  # before the candidate imports load_inline
@@ -328,6 +353,19 @@ def _gpu_build(candidate_source: str, build_dir: Path) -> str:
     except Exception as exc:  # torch raises RuntimeError with the ninja/nvcc log
         return "load_inline build failed:\n" + trim_diagnostics(str(exc), strip_prefixes=(str(build_dir),))
     return ""
+
+
+def _digests(arch: str, nvcc_release: str, candidate_source: str, headers_key: str) -> tuple[str, str]:
+    """(the build directory's short digest, the compile-cache key: arch, nvcc and torch's headers too)."""
+    from importlib import metadata
+
+    digest = hashlib.sha256(f"{arch}\0{headers_key}\0{candidate_source}".encode()).hexdigest()[:20]
+    try:
+        torch_version = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        torch_version = "?"
+    key = hashlib.sha256(f"{arch}\0{nvcc_release}\0{torch_version}\0{headers_key}\0{candidate_source}".encode()).hexdigest()
+    return digest, key
 
 
 def _failure_feedback(failed: list[ToolRun], work: Path) -> str:

@@ -1,6 +1,8 @@
 """Inputs for correctness and timing, generated identically in the reference worker and the
-sandbox child from (secret seed, trial index): the task's own ``get_inputs()`` fixes shapes,
-dtypes and non-float inputs; float tensors are redrawn from the trial's distribution.
+sandbox child from (secret seed, trial index): the task's own ``get_inputs()`` fixes shapes and
+non-float inputs, float tensors take the task's dtype and are redrawn from the trial's
+distribution. Models and inputs are built by :mod:`kernelbench_npu.instantiate`, the
+distributions come from :mod:`kernelbench_npu.distributions` (the task lint uses both too).
 
 The plan: ``correctness_trials`` trials cycling through DISTRIBUTIONS, one in-place perturbation
 probe of trial 0 (same storage, new values: output replay must fail), POST_TIMING_TRIALS
@@ -18,9 +20,10 @@ from dataclasses import dataclass
 
 import torch
 
+from kernelbench_npu import instantiate
+from kernelbench_npu.distributions import DISTRIBUTIONS, redraw
 from verifier.seeds import derive_seed
 
-DISTRIBUTIONS = ("task", "normal", "large", "small", "negative")
 POST_TIMING_TRIALS = 2
 PERTURB_FRACTION = 0.05
 NEAR_DUPLICATE_FRACTION = 0.001  # of the first float input's elements, at least one
@@ -43,41 +46,31 @@ def plan(correctness_trials: int) -> list[Trial]:
     return trials
 
 
-def load_problem(source: str) -> types.ModuleType:
-    module = types.ModuleType("reference_problem")
-    exec(compile(source, "problem.py", "exec"), module.__dict__)
-    return module
+@dataclass(frozen=True)
+class Problem:
+    """The task's problem file, executed once, and the dtype the task runs in."""
+
+    module: types.ModuleType
+    dtype: str
+
+    @property
+    def Model(self) -> type:  # noqa: N802 - the problem file's name
+        return self.module.Model
 
 
-def build_models(problem: types.ModuleType, model_classes: list[type], init_seed: int) -> list[torch.nn.Module]:
-    """Each model built from the same seed and the same init inputs, in eval mode."""
-    torch.manual_seed(init_seed)
-    init_inputs = list(problem.get_init_inputs())
-    models = []
-    for cls in model_classes:
-        torch.manual_seed(init_seed)
-        models.append(cls(*init_inputs).eval())
-    return models
+def load_problem(source: str, dtype: str = "float32") -> Problem:
+    return Problem(instantiate.load_module(source, "problem.py"), dtype)
 
 
-def _redraw(t: torch.Tensor, distribution: str, gen: torch.Generator) -> torch.Tensor:
-    if distribution == "task" or not t.is_floating_point():
-        return t
-    base = torch.randn(t.shape, generator=gen, dtype=torch.float32)
-    if distribution == "large":
-        base = base * 1e3
-    elif distribution == "small":
-        base = base * 1e-3
-    elif distribution == "negative":
-        base = -base.abs() - 1e-3
-    return base.to(t.dtype).contiguous()
+def build_models(problem: Problem, model_classes: list[type], init_seed: int) -> list[torch.nn.Module]:
+    """Each model built from the same seed and the same init inputs, in eval mode, in the task's dtype."""
+    return instantiate.build_models(problem.module, model_classes, problem.dtype, init_seed)
 
 
-def make_inputs(problem: types.ModuleType, seed: int, trial: Trial) -> list:
-    torch.manual_seed(derive_seed(seed, "inputs", trial.index))
-    raw = list(problem.get_inputs())
+def make_inputs(problem: Problem, seed: int, trial: Trial) -> list:
+    raw = instantiate.make_inputs(problem.module, problem.dtype, derive_seed(seed, "inputs", trial.index))
     gen = torch.Generator().manual_seed(derive_seed(seed, "redraw", trial.index))
-    return [_redraw(x, trial.distribution, gen) if isinstance(x, torch.Tensor) else x for x in raw]
+    return [redraw(x, trial.distribution, gen) for x in raw]
 
 
 def perturb_in_place(inputs: list, seed: int, fraction: float = PERTURB_FRACTION, tag: str = "perturb") -> None:
@@ -93,7 +86,7 @@ def perturb_in_place(inputs: list, seed: int, fraction: float = PERTURB_FRACTION
             return
 
 
-def inputs_for(problem: types.ModuleType, seed: int, trial: Trial) -> list:
+def inputs_for(problem: Problem, seed: int, trial: Trial) -> list:
     """The inputs of any trial, perturbation probe included (its base is trial 0)."""
     if trial.kind == "perturb":
         inputs = make_inputs(problem, seed, Trial(0, "check", DISTRIBUTIONS[0]))

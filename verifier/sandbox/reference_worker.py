@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
 
     from verifier.sandbox.fp64_reference import Fp64Model
 
-    problem = inp.load_problem(spec.task_source)
+    problem = inp.load_problem(spec.task_source, spec.dtype)
     (model,) = inp.build_models(problem, [problem.Model], spec.init_seed)
     wide = Fp64Model(model)
     for trial in inp.plan(spec.correctness_trials):
