@@ -16,6 +16,8 @@ from importlib.util import find_spec
 QUICK_ARGS = {
     "build_speed": [],
     "verify_speed": ["--repeats", "1", "--rounds", "10"],
+    "trust_cost": ["--repeats", "1"],
+    "fp64_ratios": [],
     "isolation_cost": ["--repeats", "5"],
     "lake_scale": ["--sizes", "10000,100000"],
     "report_scale": ["--attempts", "20000"],

@@ -82,17 +82,20 @@ def ratio_to_reference(c: np.ndarray, r: np.ndarray, correction: np.ndarray,
     ``ratio`` is 0.0 where there is nothing to measure (no finite elements, an all-zero output or
     a dtype without an epsilon here)."""
     eps = epsilon(dtype)
-    r64 = r.astype(np.float64) + correction.astype(np.float64)
-    c64 = c.astype(np.float64)
-    mask = np.isfinite(r64) & np.isfinite(c64) & np.isfinite(r)
-    if eps is None or not mask.any():
+    if eps is None:
         return 0.0, 0.0, 0.0
-    truth = r64[mask]
-    scale = float(np.linalg.norm(truth))
+    r64 = r.astype(np.float64)  # two float64 temporaries in all (outputs can be large)
+    r64 += correction
+    c64 = c.astype(np.float64)
+    finite = np.isfinite(r64) & np.isfinite(c64)
+    if not finite.all():
+        r64, c64, correction = r64[finite], c64[finite], correction[finite]
+    scale = float(np.linalg.norm(r64))
     if scale == 0.0:
         return 0.0, 0.0, 0.0
-    err_c = float(np.linalg.norm(c64[mask] - truth))
-    err_r = float(np.linalg.norm(r.astype(np.float64)[mask] - truth))
+    c64 -= r64
+    err_c = float(np.linalg.norm(c64))
+    err_r = float(np.linalg.norm(correction.astype(np.float64)))  # ||r - r64|| = ||correction||
     return err_c / max(err_r, allowed_floor(eps, work) * scale), err_c / scale, err_r / scale
 
 
