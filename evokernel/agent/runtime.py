@@ -23,7 +23,6 @@ from evokernel.llm.base import LLM
 from evokernel.llm.registry import make_llm
 from kernelbench_npu.spec import Build, load_build
 from memory_lake import Lake
-from memory_lake.storage import META_FILE as LAKE_META
 from verifier.backends import get_backend
 from verifier.backends.base import Backend
 from verifier.settings import VerifySettings
@@ -61,11 +60,12 @@ def campaign_backend(settings: Settings, build: Build) -> str:
     return build.backend
 
 
-def open_lake(root: Path, backend: Backend) -> Lake:
-    """Open the lake, or create it seeded with the backend's API templates."""
-    if (Path(root) / LAKE_META).exists():
-        return Lake.open(root)
-    return Lake.create(root, backend.name, seed_items=backend.seed_items())
+def open_lake(uri: str | Path, backend: Backend) -> Lake:
+    """Open the lake (a directory or a ``ducklake:`` URI), or create it seeded with the backend's API
+    templates; when campaign processes race to create it, one does and the others open it."""
+    if Lake.exists(uri):
+        return Lake.open(uri)
+    return Lake.open_or_create(uri, backend.name, seed_items=backend.seed_items())
 
 
 def verify_settings(settings: Settings) -> VerifySettings:
