@@ -156,18 +156,37 @@ def test_waves_keep_levels_in_order_and_bound_the_width(tiny_build):
     assert [len(w) for w in task_waves(specs, 1)] == [1, 1, 1, 1, 1]
 
 
-def test_dask_task_runner_runs_a_campaign(tmp_path, tiny_build):
-    """The Dask runner (prefect-dask, local cluster of worker processes) through the CLI."""
+def test_cli_on_a_dask_scheduler_reports_every_task_run_to_its_one_prefect_server(tmp_path, tiny_build):
+    """With no PREFECT_API_URL the CLI starts one Prefect server; the workers of a Dask scheduler (two
+    worker processes started here, whose Prefect home is not the CLI's) report every task run to it,
+    start no server of their own, and write every attempt to the one lake; the bar reads the lake."""
+    from distributed import Client, LocalCluster
+
     ids = [t.task_id for t in tiny_build.runnable()]
     script = write_script(tmp_path / "s.json", ids, draft=["relu_draft_scalar"], refine=["relu_refine_omp"])
     config = tmp_path / "evokernel.toml"
-    config.write_text('latency_rounds = 5\nparallel_tasks = 2\ntask_runner = "dask"\n')
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "cli.main", "campaign", "--build", str(tiny_build.root), "--lake",
-           str(tmp_path / "lake"), "--llm", f"scripted:{script}", "--budget", "2", "--campaign-id", "dask",
-           "--config", str(config)]
-    done = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    config.write_text("latency_rounds = 5\nparallel_tasks = 2\n")
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect"), PYTHONPATH=str(ROOT))
+
+    def servers_started_here() -> list:
+        from prefect.server.api.server import SubprocessASGIServer
+
+        return list(SubprocessASGIServer._instances)
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        cmd = [sys.executable, "-m", "cli.main", "campaign", "--build", str(tiny_build.root), "--lake",
+               str(tmp_path / "lake"), "--llm", f"scripted:{script}", "--budget", "2", "--campaign-id", "dask",
+               "--config", str(config), "--dask-address", cluster.scheduler_address]
+        done = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+        per_worker = client.run(servers_started_here)
+    assert len(per_worker) == 2 and all(found == [] for found in per_worker.values()), per_worker
+    assert "Prefect API for this campaign: http://127.0.0.1:" in done.stdout and "4/4" in done.stdout
+    with sqlite3.connect(tmp_path / "prefect" / "prefect.db") as db:  # the CLI's server's database
+        keys = Counter(k.rsplit("-", 1)[0] for (k,) in db.execute("SELECT task_key FROM task_run"))
+    assert keys == {"run_campaign_task": 2, "llm_generate": 6, "verify_code": 4}
     rows = Lake.open(tmp_path / "lake").query("SELECT task_id, count(*) AS n, bool_or(feasible) AS ok "
                                               "FROM attempts GROUP BY task_id ORDER BY task_id").to_pylist()
     assert [(r["task_id"], r["n"], r["ok"]) for r in rows] == [(t, 2, True) for t in sorted(ids)]
