@@ -24,7 +24,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from evokernel.agent.campaign import plan_tasks, record_campaign
 from evokernel.agent.progress import ProgressEvent, emit
-from evokernel.agent.runtime import close_runtime, runtime_for
+from evokernel.agent.runtime import release_runtime, runtime_for
 from evokernel.config import Settings, load_settings
 from flows.artifacts import CampaignRun, publish_campaign
 from kernelbench_npu.spec import TaskSpec
@@ -82,7 +82,7 @@ def campaign(build: str, lake: str, llm: str, method: str = "evokernel", budget:
             summaries += _run_wave(settings.model_dump(mode="json"), ctx.campaign_id, wave)
         record_campaign(ctx, runtime.build, "finished")
     finally:
-        close_runtime(runtime)  # release the lake's connection before the flow returns
+        release_runtime(runtime)  # the last holder closes the lake's connection before the flow returns
     report = _report(settings.lake, report_out, ctx.campaign_id) if report_out else None
     publish_campaign(CampaignRun(ctx.campaign_id, ctx.backend, ctx.policy.name, ctx.model, runtime.build.build_hash,
                                  settings.budget, time.monotonic() - started, tuple(summaries),

@@ -21,7 +21,7 @@ from prefect import get_run_logger, task
 
 from evokernel.agent.campaign import resume_task, stop_reason, summarise, verify_plan_candidate
 from evokernel.agent.distill import commit_distillation, distill_request
-from evokernel.agent.runtime import Runtime, runtime_for
+from evokernel.agent.runtime import Runtime, release_runtime, runtime_for
 from evokernel.agent.state import StepOutcome
 from evokernel.agent.step import candidate_code, commit_step, prepare_step
 from evokernel.config import Settings
@@ -45,6 +45,13 @@ def verify_code(runtime: Runtime, spec: TaskSpec, code: str | None) -> Verdict |
 def run_campaign_task(settings: dict[str, Any], campaign_id: str, task_id: str) -> dict[str, Any]:
     """Run (or resume) one task of a campaign until its budget is spent, then distil it."""
     runtime = runtime_for(Settings(**settings), campaign_id)
+    try:
+        return _run_task(runtime, task_id)
+    finally:
+        release_runtime(runtime)  # the last holder closes it: a long-lived Dask worker keeps no lake open
+
+
+def _run_task(runtime: Runtime, task_id: str) -> dict[str, Any]:
     ctx, spec, logger = runtime.ctx, runtime.build.task(task_id), get_run_logger()
     verify = verify_code.with_options(tags={verify_tag(ctx.backend)})
     state = resume_task(ctx, spec)
