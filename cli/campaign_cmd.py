@@ -1,5 +1,6 @@
 """`evokernel campaign`: run (or resume) a synthesis campaign through the Prefect `campaign` flow,
-with a progress bar; prints a per-task summary and the campaign id."""
+on one Prefect API (the configured one, or a server started for the campaign, which every Dask
+worker then reports to), with a progress bar read from the lake; prints a per-task summary."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ def register(app: typer.Typer) -> None:
     @app.command("campaign")
     def campaign(
         build: Path = typer.Option(..., "--build", help="benchmark build directory (evokernel build)"),
-        lake: Path = typer.Option(..., "--lake", help="memory lake directory (created if missing)"),
+        lake: str = typer.Option(..., "--lake", help="memory lake directory (created if missing), or "
+                                 "ducklake:postgres:<libpq conninfo>"),
         llm: str = typer.Option(..., "--llm", help="openai:MODEL | anthropic:MODEL | openai-compatible:MODEL@URL | scripted:FILE"),
         method: str = typer.Option("evokernel", "--method", help="evokernel | pass-at-k | refinement | heuristic"),
         budget: int = typer.Option(30, "--budget", help="iterations per task, shared by drafting and refining"),
@@ -26,49 +28,74 @@ def register(app: typer.Typer) -> None:
         report: Optional[Path] = typer.Option(None, "--report", help="write the campaign's report here at the end"),
         config_file: Optional[Path] = typer.Option(None, "--config", help="TOML settings file"),
         parallel_tasks: Optional[int] = typer.Option(None, "--parallel-tasks", help="same-level tasks run at once"),
+        dask_address: Optional[str] = typer.Option(None, "--dask-address", help="run tasks on the Dask scheduler "
+                                                   "at tcp://HOST:PORT (implies EVOKERNEL_TASK_RUNNER=dask)"),
     ) -> None:
         """Draft and refine kernels for the build's tasks, sharing one memory; resumable by id."""
         task_ids = [t for item in tasks or [] for t in item.split(",") if t]
+        overrides = {"parallel_tasks": parallel_tasks, "dask_address": dask_address,
+                     "task_runner": "dask" if dask_address else None}
         result = run_campaign_cli(build=build, lake=lake, llm=llm, method=method, budget=budget,
                                   tasks=task_ids, campaign_id=campaign_id, order=order, report=report,
                                   config_file=config_file,
-                                  settings_overrides={"parallel_tasks": parallel_tasks} if parallel_tasks else None)
+                                  settings_overrides={k: v for k, v in overrides.items() if v} or None)
         print_summary(result)
 
 
 def run_campaign_cli(**kwargs) -> dict:
-    """Run the campaign flow with a live progress bar; one-line errors for expected failures."""
+    """Run the campaign flow on one Prefect API with a live progress bar read from the lake;
+    one-line errors for expected failures."""
     from cli.prefect_env import apply_prefect_defaults
 
     apply_prefect_defaults()
     from evokernel.agent.progress import listen
-    from evokernel.agent.runtime import CampaignError, campaign_backend
+    from evokernel.agent.runtime import CampaignError
     from cli.progress_bar import CampaignProgress
-    from evokernel.config import ConfigError, load_settings
+    from evokernel.config import ConfigError
     from evokernel.llm.errors import LLMError
     from flows.campaign import campaign as campaign_flow
     from flows.campaign import make_task_runner
+    from flows.prefect_api import shared_api
+    from kernelbench_npu.spec import BuildError
+    from memory_lake import LakeError
+
+    settings = _checked_settings(kwargs)
+    params = {k: (str(v) if isinstance(v, Path) else v) for k, v in kwargs.items()}
+    params["report_out"] = params.pop("report")
+    params["tasks"] = params["tasks"] or None
+    try:
+        with shared_api() as api, CampaignProgress(str(settings.lake)) as bar, listen(bar.on_event):
+            if api.started_here:
+                bar.note(f"Prefect API for this campaign: {api.url} (runs kept under PREFECT_HOME)")
+            runner = make_task_runner(settings.task_runner, settings.parallel_tasks, settings.dask_address)
+            result = campaign_flow.with_options(task_runner=runner)(**params)
+        gc.collect()  # free the flow's DuckDB objects now, not during interpreter teardown
+        return result
+    except (CampaignError, ConfigError, BuildError, LakeError, LLMError, ValueError) as exc:
+        fail(str(exc).splitlines()[0])
+    raise AssertionError("unreachable")
+
+
+def _checked_settings(kwargs: dict):
+    """The campaign's settings, checked before a Prefect server starts: config, build, backend, and a
+    Dask scheduler whose workers may be on other hosts needs a Prefect API they can reach."""
+    from evokernel.agent.runtime import CampaignError, campaign_backend
+    from evokernel.config import ConfigError, load_settings
+    from flows.prefect_api import needs_reachable_api
     from kernelbench_npu.spec import BuildError, load_build
 
-    try:  # fail fast, before a Prefect server starts, on what can be checked up front
+    try:
         settings = load_settings(kwargs["config_file"], **{**(kwargs.get("settings_overrides") or {}),
                                  "build": kwargs["build"], "lake": kwargs["lake"], "llm": kwargs["llm"],
                                  "method": kwargs["method"], "budget": kwargs["budget"]})
         campaign_backend(settings, load_build(kwargs["build"]))
     except (ConfigError, BuildError, CampaignError) as exc:
         fail(str(exc).splitlines()[0])
-    params = {k: (str(v) if isinstance(v, Path) else v) for k, v in kwargs.items()}
-    params["report_out"] = params.pop("report")
-    params["tasks"] = params["tasks"] or None
-    try:
-        with CampaignProgress() as bar, listen(bar.on_event):
-            runner = make_task_runner(settings.task_runner, settings.parallel_tasks)
-            result = campaign_flow.with_options(task_runner=runner)(**params)
-        gc.collect()  # free the flow's DuckDB objects now, not during interpreter teardown
-        return result
-    except (CampaignError, ConfigError, BuildError, LLMError, ValueError) as exc:
-        fail(str(exc).splitlines()[0])
-    raise AssertionError("unreachable")
+    if needs_reachable_api(settings.dask_address):
+        fail(f"dask_address {settings.dask_address}: its workers may run on other hosts, which cannot reach a "
+             "Prefect server started here on loopback; set PREFECT_API_URL to a server they reach "
+             "(README: distributed campaigns)")
+    return settings
 
 
 def print_summary(result: dict) -> None:

@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 Method = Literal["evokernel", "pass-at-k", "refinement", "heuristic"]
@@ -59,13 +59,23 @@ class Settings(BaseSettings):
     latency_rounds: int = Field(30, ge=5)
 
     # orchestration: tasks of the same level may run concurrently (they share the memory lake);
-    # levels stay in order (L1 before L2). threads by default; dask for a cluster (prefect-dask).
+    # levels stay in order (L1 before L2). threads by default; dask for a cluster (prefect-dask):
+    # a local cluster of parallel_tasks worker processes, or the scheduler at dask_address
+    # (tcp://host:8786) whose workers have the project installed and reach the lake and Prefect API.
     task_runner: Literal["threads", "dask"] = "threads"
     parallel_tasks: int = Field(1, ge=1)
+    dask_address: str | None = Field(None, pattern=r"^(tcp|tls|inproc|ucx|ws|wss)://\S+$")
+
+    @field_validator("dask_address")
+    @classmethod
+    def _dask_address_needs_dask(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and info.data.get("task_runner") != "dask":
+            raise ValueError('a scheduler address needs task_runner = "dask" (EVOKERNEL_TASK_RUNNER=dask)')
+        return value
 
 
 # Environment variables with the prefix that are not settings (pydantic-settings ignores them).
-_ENV_NOT_SETTINGS = {"EVOKERNEL_CONFIG"}
+_ENV_NOT_SETTINGS = {"EVOKERNEL_CONFIG", "EVOKERNEL_LAKE_DATA_PATH"}  # the second: memory_lake's own
 
 
 def _reject_unknown_env() -> None:

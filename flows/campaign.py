@@ -4,32 +4,41 @@ Tasks run in waves: consecutive tasks of the same level, up to ``parallel_tasks`
 submitted to the flow's task runner (threads by default, Dask for a cluster); levels stay in order,
 so level 1's memory is there before level 2 starts. Each benchmark task is one Prefect task
 (tasks/campaign.py) whose LLM calls and verifications are nested tasks; every task in this process
-shares the flow's runtime (evokernel.agent.runtime.runtime_for), a Dask worker opens its own once.
-Resumable: rerun with the same campaign id to continue from what the lake holds. No Prefect server
-is needed (ephemeral API) unless PREFECT_API_URL is set.
+shares the flow's runtime (evokernel.agent.runtime.runtime_for), a Dask worker opens its own once and
+writes the same lake. The flow emits in-process progress events for what it sees (start, each task's
+end as its future finishes); steps are counted in the lake. At the end it publishes the campaign's
+summary, per-task table and report link as Prefect artifacts (flows/artifacts.py).
+Resumable: rerun with the same campaign id to continue from what the lake holds. Tasks in other
+processes need the flow's Prefect API to be one they reach (flows/prefect_api.py; the CLI sees to it).
 """
 
 from __future__ import annotations
 
+import time
 from itertools import groupby
 from typing import Any, Sequence
 
 from prefect import flow, get_run_logger
+from prefect.futures import as_completed
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from evokernel.agent.campaign import plan_tasks, record_campaign
 from evokernel.agent.progress import ProgressEvent, emit
-from evokernel.agent.runtime import close_runtime, runtime_for
+from evokernel.agent.runtime import release_runtime, runtime_for
 from evokernel.config import Settings, load_settings
+from flows.artifacts import CampaignRun, publish_campaign
 from kernelbench_npu.spec import TaskSpec
 from tasks.campaign import run_campaign_task
 
 
-def make_task_runner(kind: str, workers: int):
-    """threads (default) or dask (prefect-dask: a local cluster here, or point it at yours)."""
+def make_task_runner(kind: str, workers: int, address: str | None = None):
+    """threads (default) or dask (prefect-dask): the scheduler at ``address``, or a local cluster of
+    ``workers`` worker processes."""
     if kind == "dask":
         from prefect_dask import DaskTaskRunner
 
+        if address:
+            return DaskTaskRunner(address=address)
         return DaskTaskRunner(cluster_kwargs={"n_workers": workers, "threads_per_worker": 1,
                                               "processes": True, "dashboard_address": None})
     return ThreadPoolTaskRunner(max_workers=workers)
@@ -57,7 +66,7 @@ def campaign(build: str, lake: str, llm: str, method: str = "evokernel", budget:
              tasks: list[str] | None = None, campaign_id: str | None = None, order: str = "level",
              report_out: str | None = None, config_file: str | None = None,
              settings_overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-    logger = get_run_logger()
+    logger, started = get_run_logger(), time.monotonic()
     settings = campaign_settings(config_file, build, lake, llm, method, budget, settings_overrides)
     runtime = runtime_for(settings, campaign_id)  # creates the lake if new; refuses a mismatched resume
     ctx = runtime.ctx
@@ -65,19 +74,30 @@ def campaign(build: str, lake: str, llm: str, method: str = "evokernel", budget:
         specs = plan_tasks(runtime.build, tasks or (), order)
         logger.info("campaign %s: %d tasks, budget %d, method %s, model %s, %d task(s) at a time",
                     ctx.campaign_id, len(specs), settings.budget, settings.method, ctx.model, settings.parallel_tasks)
-        emit(ProgressEvent("campaign-start", ctx.campaign_id, total_steps=len(specs) * settings.budget))
+        emit(ProgressEvent("campaign-start", ctx.campaign_id, total_steps=len(specs) * settings.budget,
+                           budget=settings.budget))
         record_campaign(ctx, runtime.build, "running")
-        payload = settings.model_dump(mode="json")
         summaries = []
         for wave in task_waves(specs, settings.parallel_tasks):
-            futures = [run_campaign_task.submit(payload, ctx.campaign_id, spec.task_id) for spec in wave]
-            summaries += [future.result() for future in futures]
+            summaries += _run_wave(settings.model_dump(mode="json"), ctx.campaign_id, wave)
         record_campaign(ctx, runtime.build, "finished")
     finally:
-        close_runtime(runtime)  # release the lake's connection before the flow returns
+        release_runtime(runtime)  # the last holder closes the lake's connection before the flow returns
     report = _report(settings.lake, report_out, ctx.campaign_id) if report_out else None
+    publish_campaign(CampaignRun(ctx.campaign_id, ctx.backend, ctx.policy.name, ctx.model, runtime.build.build_hash,
+                                 settings.budget, time.monotonic() - started, tuple(summaries),
+                                 report["html"] if report else None))
     emit(ProgressEvent("campaign-end", ctx.campaign_id))
     return {"campaign_id": ctx.campaign_id, "tasks": summaries, "report": report}
+
+
+def _run_wave(payload: dict[str, Any], campaign_id: str, wave: Sequence[TaskSpec]) -> list[dict[str, Any]]:
+    """Submit a wave's tasks; say each one's end as it finishes; their summaries in wave order."""
+    futures = [run_campaign_task.submit(payload, campaign_id, spec.task_id) for spec in wave]
+    for future in as_completed(futures):
+        summary = future.result()
+        emit(ProgressEvent("task-end", campaign_id, summary["task_id"], message=summary["stop_reason"]))
+    return [future.result() for future in futures]
 
 
 def _report(lake, out: str, campaign_id: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from memory_lake.models import (
     SeedItemRow,
     ValueUpdate,
 )
-from memory_lake.reads import AttemptRow, CampaignState, ChildTrace, TaskAttempt
+from memory_lake.reads import AttemptRow, CampaignState, ChildTrace, TaskAttempt, TaskProgress
 from memory_lake.retrieval import Bm25Scorer, Candidate, SimilarityScorer
 
 __all__ = [
@@ -33,5 +33,6 @@ __all__ = [
     "SeedItemRow",
     "SimilarityScorer",
     "TaskAttempt",
+    "TaskProgress",
     "ValueUpdate",
 ]

@@ -1,6 +1,6 @@
-"""Typed reads the agent runs (resume, refinement context, distillation), one ``.sql`` file each
-in memory_lake/sql/, returning frozen dataclasses or plain typed values. ``LakeReads`` is mixed
-into ``Lake``; every method reads the latest snapshot through ``Lake.query``.
+"""Typed reads the agent and the CLI run (resume, refinement context, distillation, progress), one
+``.sql`` file each in memory_lake/sql/, returning frozen dataclasses or plain typed values.
+``LakeReads`` is mixed into ``Lake``; every method reads the latest snapshot through ``Lake.query``.
 """
 
 from __future__ import annotations
@@ -34,6 +34,18 @@ class CampaignState:
     status: str | None
     started_at: datetime | None
     finished_at: datetime | None
+
+
+@dataclass(frozen=True)
+class TaskProgress:
+    """How far a campaign's task has come: its committed attempts so far."""
+
+    task_id: str
+    attempts: int
+    feasible: bool
+    best_speedup: float | None
+    last_iteration: int
+    last_at: datetime | None
 
 
 @dataclass(frozen=True)
@@ -96,6 +108,11 @@ class LakeReads:
     def campaign_state(self, campaign_id: str) -> CampaignState | None:
         rows = self.query(sql("campaign_state"), {"campaign_id": campaign_id}).to_pylist()
         return CampaignState(**rows[0]) if rows else None
+
+    def campaign_progress(self, campaign_id: str) -> tuple[TaskProgress, ...]:
+        """Committed attempts per task of a campaign, whichever process or machine wrote them."""
+        rows = self.query(sql("campaign_progress"), {"campaign_id": campaign_id}).to_pylist()
+        return tuple(TaskProgress(**row) for row in rows)
 
     def children_of(self, parent_item_id: str, limit: int) -> tuple[ChildTrace, ...]:
         rows = self.query(sql("children_of"), {"parent_item_id": parent_item_id, "limit": int(limit)}).to_pylist()

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import duckdb
 
@@ -23,6 +23,11 @@ from reports.metrics import compute_metrics
 from reports.plots import all_figures
 from reports.quality import check_lake_quality
 from reports.render import FIGURES_DIR, ReportContent, render_html, render_markdown
+from reports.tables import Table
+
+# The per-task columns a report hands to its callers (the report flow's table artifact).
+TASK_RESULT_COLUMNS = ("campaign_id", "task_id", "level", "category", "n_attempts", "n_feasible",
+                       "first_feasible_iteration", "best_ms", "best_speedup", "draft_speedup", "tokens", "cost_usd")
 
 
 class ReportError(Exception):
@@ -38,6 +43,8 @@ class ReportResult:
     expectations_passed: bool
     missing: tuple[str, ...]
     seconds: float
+    key_tables: tuple[Table, ...] = ()  # the campaigns compared (the key tables of summary.md)
+    task_results: tuple[dict[str, Any], ...] = ()  # one row per (campaign, task): TASK_RESULT_COLUMNS
 
 
 def open_lake_connection(lake_root: str | Path, as_of: str | None = None) -> duckdb.DuckDBPyConnection:
@@ -95,6 +102,8 @@ def write_report(lake_root: str | Path, out: Path, campaign_ids: Sequence[str] |
         out=out, html_path=paths[0], summary_path=paths[1], metrics_path=paths[2],
         expectations_passed=content.quality.passed, missing=content.missing,
         seconds=time.perf_counter() - started,
+        key_tables=content.tables()[:2] if content.metrics.has_attempts else (),
+        task_results=tuple(content.metrics.task_outcomes.select(TASK_RESULT_COLUMNS).to_dicts()),
     )
 
 

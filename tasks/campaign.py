@@ -8,7 +8,8 @@ as nested Prefect tasks, so each shows up with its own state and timing.
 No Prefect-wrapped callable reaches core code, and nothing here retries: the LLM provider owns the
 retry of LLM calls (evokernel.llm.retry) and evokernel.agent.verification owns the retry of
 verifications that failed for infrastructure reasons (tasks/defaults.py says so once more).
-The runtime (LLM client, lake, build) is the process's one runtime (evokernel.agent.runtime).
+The runtime (LLM client, lake, build) is the process's one runtime (evokernel.agent.runtime): in a
+Dask worker, the worker's own. Progress is what the task commits to the lake (the CLI reads it there).
 """
 
 from __future__ import annotations
@@ -20,8 +21,7 @@ from prefect import get_run_logger, task
 
 from evokernel.agent.campaign import resume_task, stop_reason, summarise, verify_plan_candidate
 from evokernel.agent.distill import commit_distillation, distill_request
-from evokernel.agent.progress import ProgressEvent, emit
-from evokernel.agent.runtime import Runtime, runtime_for
+from evokernel.agent.runtime import Runtime, release_runtime, runtime_for
 from evokernel.agent.state import StepOutcome
 from evokernel.agent.step import candidate_code, commit_step, prepare_step
 from evokernel.config import Settings
@@ -45,9 +45,15 @@ def verify_code(runtime: Runtime, spec: TaskSpec, code: str | None) -> Verdict |
 def run_campaign_task(settings: dict[str, Any], campaign_id: str, task_id: str) -> dict[str, Any]:
     """Run (or resume) one task of a campaign until its budget is spent, then distil it."""
     runtime = runtime_for(Settings(**settings), campaign_id)
+    try:
+        return _run_task(runtime, task_id)
+    finally:
+        release_runtime(runtime)  # the last holder closes it: a long-lived Dask worker keeps no lake open
+
+
+def _run_task(runtime: Runtime, task_id: str) -> dict[str, Any]:
     ctx, spec, logger = runtime.ctx, runtime.build.task(task_id), get_run_logger()
     verify = verify_code.with_options(tags={verify_tag(ctx.backend)})
-    emit(ProgressEvent("task-start", campaign_id, task_id))
     state = resume_task(ctx, spec)
     while (reason := stop_reason(ctx, state)) is None:
         plan = prepare_step(ctx, spec, state)
@@ -55,17 +61,15 @@ def run_campaign_task(settings: dict[str, Any], campaign_id: str, task_id: str) 
         verdict = verify(runtime, spec, candidate_code(ctx, completion).code)
         outcome = commit_step(ctx, plan, completion, verdict)
         state = state.after(outcome, ctx.policy)
-        _report_step(logger, campaign_id, outcome)
+        _log_step(logger, outcome)
     if ctx.policy.distills and (request := distill_request(ctx, spec)) is not None:
         commit_distillation(ctx, spec, llm_generate(runtime.llm, request))
     summary = summarise(state, reason)
     logger.info("%s: %s; feasible=%s best=%s ms", task_id, reason, summary.feasible, summary.best_ms)
-    emit(ProgressEvent("task-end", campaign_id, task_id, message=reason))
     return asdict(summary)
 
 
-def _report_step(logger, campaign_id: str, outcome: StepOutcome) -> None:
+def _log_step(logger, outcome: StepOutcome) -> None:
     speed = f" {outcome.candidate_ms:.3f} ms ({outcome.speedup:.2f}x)" if outcome.candidate_ms else ""
     logger.info("%s #%d stage %d: %s%s reward %+.2f", outcome.task_id, outcome.iteration, outcome.stage,
                 "feasible" if outcome.feasible else f"failed {outcome.failed_gate}", speed, outcome.reward)
-    emit(ProgressEvent("step", campaign_id, outcome.task_id, outcome=outcome))

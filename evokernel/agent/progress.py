@@ -1,7 +1,10 @@
-"""Progress events of a running campaign, for whoever listens (the CLI's progress bar).
+"""Progress events of a running campaign flow, for whoever listens in its process (the CLI).
 
-The flow and the core loop call :func:`emit`; listeners are plain callables registered with
-:func:`listen`. Kept out of flow parameters so flows stay serialisable.
+The flow calls :func:`emit` for what it sees itself: the campaign's start (its id and the steps
+planned), each benchmark task's end (the flow sees its future finish) and the campaign's end;
+listeners are plain callables registered with :func:`listen`. Steps are not events: they happen
+wherever the task runs (a thread, or a Dask worker on another machine), so a listener counts them
+in the lake (``Lake.campaign_progress``). Kept out of flow parameters so flows stay serialisable.
 """
 
 from __future__ import annotations
@@ -9,19 +12,25 @@ from __future__ import annotations
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator
-
-from evokernel.agent.state import StepOutcome
+from typing import Callable, Iterator, Sequence
 
 
 @dataclass(frozen=True)
 class ProgressEvent:
-    kind: str  # "campaign-start" | "task-start" | "step" | "task-end" | "campaign-end"
+    kind: str  # "campaign-start" | "task-end" | "campaign-end"
     campaign_id: str
     task_id: str | None = None
-    total_steps: int = 0  # campaign-start: the planned number of steps
-    outcome: StepOutcome | None = None
-    message: str = ""
+    total_steps: int = 0  # campaign-start: tasks x budget
+    budget: int = 0  # campaign-start: steps per task
+    message: str = ""  # task-end: why the task stopped
+
+
+def steps_done(attempts_per_task: dict[str, int], ended: Sequence[str] | set[str], budget: int) -> int:
+    """Steps a campaign has done: committed attempts (at most the budget) of running tasks, the whole
+    budget of ended ones (a task that stops early completes its remaining steps)."""
+    ended = set(ended)
+    running = sum(min(n, budget) for task, n in attempts_per_task.items() if task not in ended)
+    return running + budget * len(ended)
 
 
 _listeners: list[Callable[[ProgressEvent], None]] = []

@@ -4,6 +4,9 @@ if new), the LLM provider and the verification settings, assembled once per proc
 :func:`runtime_for` is the one way code gets a runtime: it opens it on first use and hands the same
 object to every later caller in the process with the same settings and campaign id (the flow, the
 tasks it runs in threads, a Dask worker's tasks), so the LLM client and the lake are opened once.
+Each caller hands it back with :func:`release_runtime`; the last one closes it, so a Dask worker
+that outlives its campaigns (a `dask worker` process serves night after night) keeps no lake
+connection open between tasks.
 The backend of a campaign is the build's: an explicit ``backend`` setting that disagrees is a
 one-line :class:`CampaignError`.
 """
@@ -62,10 +65,10 @@ def campaign_backend(settings: Settings, build: Build) -> str:
 
 def open_lake(uri: str | Path, backend: Backend) -> Lake:
     """Open the lake (a directory or a ``ducklake:`` URI), or create it seeded with the backend's API
-    templates (the seed items are only built when the lake is new)."""
+    templates; when campaign processes race to create it, one does and the others open it."""
     if Lake.exists(uri):
         return Lake.open(uri)
-    return Lake.open_or_create(uri, backend.name, backend.seed_items())
+    return Lake.open_or_create(uri, backend.name, seed_items=backend.seed_items())
 
 
 def verify_settings(settings: Settings) -> VerifySettings:
@@ -92,11 +95,13 @@ def agent_context(settings: Settings, backend: Backend, lake: Lake, model: str, 
 
 
 _RUNTIMES: dict[tuple[str, str], Runtime] = {}
+_HOLDERS: dict[int, int] = {}  # id(runtime) -> callers holding it (runtime_for without release_runtime yet)
 _RUNTIMES_LOCK = threading.Lock()
 
 
 def runtime_for(settings: Settings, campaign_id: str | None) -> Runtime:
-    """This process's runtime for (settings, campaign id): opened on first use, then shared.
+    """This process's runtime for (settings, campaign id): opened on first use, then shared until its
+    last holder releases it (:func:`release_runtime`).
 
     ``campaign_id=None`` names a new campaign (:func:`default_campaign_id`); later callers pass the
     runtime's own id."""
@@ -105,15 +110,33 @@ def runtime_for(settings: Settings, campaign_id: str | None) -> Runtime:
         if runtime is None:
             runtime = open_runtime(settings, campaign_id)
             _RUNTIMES[(settings.model_dump_json(), runtime.campaign_id)] = runtime
+        _HOLDERS[id(runtime)] = _HOLDERS.get(id(runtime), 0) + 1
         return runtime
 
 
-def close_runtime(runtime: Runtime) -> None:
-    """Close the runtime's lake and forget it (the flow calls this when the campaign ends)."""
+def release_runtime(runtime: Runtime) -> None:
+    """Hand back a runtime from :func:`runtime_for`; the last holder closes it (a later
+    ``runtime_for`` opens a new one)."""
     with _RUNTIMES_LOCK:
-        for key in [k for k, v in _RUNTIMES.items() if v is runtime]:
-            del _RUNTIMES[key]
+        left = _HOLDERS.get(id(runtime), 1) - 1
+        if left > 0:
+            _HOLDERS[id(runtime)] = left
+            return
+        _forget(runtime)  # under the lock: no runtime_for can pick it up while it closes
     runtime.ctx.lake.close()
+
+
+def close_runtime(runtime: Runtime) -> None:
+    """Close the runtime's lake and forget it, whoever still holds it."""
+    with _RUNTIMES_LOCK:
+        _forget(runtime)
+    runtime.ctx.lake.close()
+
+
+def _forget(runtime: Runtime) -> None:
+    for key in [k for k, v in _RUNTIMES.items() if v is runtime]:
+        del _RUNTIMES[key]
+    _HOLDERS.pop(id(runtime), None)
 
 
 def _check_resumable(lake: Lake, campaign_id: str, build: Build, settings: Settings, model: str) -> None:

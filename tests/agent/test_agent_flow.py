@@ -1,13 +1,18 @@
-"""The campaign flow under Prefect's test harness (two tasks end to end, report included), and a
-campaign subprocess killed mid-run then resumed: no attempt duplicated or lost."""
+"""The campaign flow under Prefect's test harness (two tasks end to end, report and artifacts
+included; the same on a Dask cluster of worker processes, every task run in the one API), a campaign
+subprocess killed mid-run then resumed (no attempt duplicated or lost), and the CLI on a Dask
+scheduler's workers reporting to the one Prefect server the CLI started."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from agent_fixtures import write_script
@@ -25,9 +30,10 @@ def test_two_task_campaign_flow_end_to_end(prefect_harness, tmp_path, tiny_build
     script = write_script(tmp_path / "s.json", ids, draft=["relu_draft_syntax", "relu_draft_scalar"],
                           refine=["relu_refine_omp"])
     flow = campaign.with_options(task_runner=make_task_runner("threads", 2))
-    result = flow(build=str(tiny_build.root), lake=str(tmp_path / "lake"), llm=f"scripted:{script}",
-                  budget=3, tasks=ids, campaign_id="flow-test", report_out=str(tmp_path / "report"),
-                  settings_overrides={**FAST, "parallel_tasks": 2})
+    state = flow(build=str(tiny_build.root), lake=str(tmp_path / "lake"), llm=f"scripted:{script}",
+                 budget=3, tasks=ids, campaign_id="flow-test", report_out=str(tmp_path / "report"),
+                 settings_overrides={**FAST, "parallel_tasks": 2}, return_state=True)
+    result = state.result()
     assert [t["task_id"] for t in result["tasks"]] == ids
     assert all(t["attempts"] == 3 and t["feasible"] and t["first_feasible_iteration"] == 1 for t in result["tasks"])
     lake = Lake.open(tmp_path / "lake")
@@ -37,6 +43,60 @@ def test_two_task_campaign_flow_end_to_end(prefect_harness, tmp_path, tiny_build
     assert distilled == 2  # one per task, from the scripted distillation
     assert lake.query("SELECT count(*) AS n FROM llm_calls WHERE purpose = 'distill'").to_pylist()[0]["n"] == 2
     assert (tmp_path / "report" / "index.html").is_file()
+    _check_artifacts(state.state_details.flow_run_id, ids, tmp_path / "report" / "index.html")
+
+
+def _artifacts(**filters) -> dict[str, object]:
+    from prefect import get_client
+    from prefect.client.schemas import filters as f
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(artifact_filter=f.ArtifactFilter(**filters), limit=50)
+    return {a.key: a for a in found}
+
+
+def _check_artifacts(flow_run_id, task_ids: list[str], html: Path) -> None:
+    """Read back through the Prefect API: the campaign's summary, per-task table and report link, and
+    the report subflow's own three."""
+    from prefect.client.schemas.filters import ArtifactFilterFlowRunId, ArtifactFilterKey
+
+    mine = _artifacts(flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id]))
+    (summary,) = [key for key in mine if not key.endswith(("-tasks", "-report"))]
+    assert summary.startswith("campaign-cpu-evokernel-") and set(mine) == {summary, f"{summary}-tasks", f"{summary}-report"}
+    markdown = mine[summary].data
+    assert "# Campaign `flow-test`" in markdown and "**2/2 tasks feasible** · 6 attempts" in markdown
+    assert all(f"| {t} | 3 | yes | 1 |" in markdown for t in task_ids)
+    rows = json.loads(mine[f"{summary}-tasks"].data)
+    assert [(r["task_id"], r["attempts"], r["feasible"]) for r in rows] == [(t, 3, True) for t in task_ids]
+    assert mine[f"{summary}-report"].data == f"[index.html]({html.resolve().as_uri()})"
+    report = _artifacts(key=ArtifactFilterKey(any_=["report-report", "report-report-tasks", "report-report-html"]))
+    assert "Campaigns compared" in report["report-report"].data and "flow-test" in report["report-report"].data
+    assert sorted(r["task_id"] for r in json.loads(report["report-report-tasks"].data)) == sorted(task_ids)
+    assert report["report-report-html"].data == mine[f"{summary}-report"].data
+
+
+def test_dask_campaign_runs_every_task_in_the_flows_prefect_api(prefect_harness, tmp_path, tiny_build):
+    """Two Dask worker processes (a local cluster): their task runs are in the flow's API (the test
+    harness's server) and their attempts in the one lake."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    from flows.campaign import campaign, make_task_runner
+
+    ids = [t.task_id for t in tiny_build.runnable()]
+    script = write_script(tmp_path / "s.json", ids, draft=["relu_draft_scalar"], refine=["relu_refine_omp"])
+    state = campaign.with_options(task_runner=make_task_runner("dask", 2))(
+        build=str(tiny_build.root), lake=str(tmp_path / "lake"), llm=f"scripted:{script}", budget=2, tasks=ids,
+        campaign_id="dask-flow", settings_overrides={**FAST, "parallel_tasks": 2}, return_state=True)
+    assert [t["attempts"] for t in state.result()["tasks"]] == [2, 2]
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(
+            any_=[state.state_details.flow_run_id])), limit=100)
+    assert Counter(r.task_key.rsplit("-", 1)[0] for r in runs) == {"run_campaign_task": 2, "llm_generate": 6,
+                                                                   "verify_code": 4}
+    assert all(r.state.is_completed() for r in runs)
+    rows = Lake.open(tmp_path / "lake").query("SELECT task_id, count(*) AS n FROM attempts GROUP BY ALL ORDER BY 1")
+    assert [(r["task_id"], r["n"]) for r in rows.to_pylist()] == [(t, 2) for t in sorted(ids)]
 
 
 def _campaign_cmd(build: Path, lake: Path, script: Path, config: Path) -> list[str]:
@@ -96,18 +156,37 @@ def test_waves_keep_levels_in_order_and_bound_the_width(tiny_build):
     assert [len(w) for w in task_waves(specs, 1)] == [1, 1, 1, 1, 1]
 
 
-def test_dask_task_runner_runs_a_campaign(tmp_path, tiny_build):
-    """The Dask runner (prefect-dask, local cluster of worker processes) through the CLI."""
+def test_cli_on_a_dask_scheduler_reports_every_task_run_to_its_one_prefect_server(tmp_path, tiny_build):
+    """With no PREFECT_API_URL the CLI starts one Prefect server; the workers of a Dask scheduler (two
+    worker processes started here, whose Prefect home is not the CLI's) report every task run to it,
+    start no server of their own, and write every attempt to the one lake; the bar reads the lake."""
+    from distributed import Client, LocalCluster
+
     ids = [t.task_id for t in tiny_build.runnable()]
     script = write_script(tmp_path / "s.json", ids, draft=["relu_draft_scalar"], refine=["relu_refine_omp"])
     config = tmp_path / "evokernel.toml"
-    config.write_text('latency_rounds = 5\nparallel_tasks = 2\ntask_runner = "dask"\n')
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "PYTHONPATH": str(ROOT)}
-    cmd = [sys.executable, "-m", "cli.main", "campaign", "--build", str(tiny_build.root), "--lake",
-           str(tmp_path / "lake"), "--llm", f"scripted:{script}", "--budget", "2", "--campaign-id", "dask",
-           "--config", str(config)]
-    done = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    config.write_text("latency_rounds = 5\nparallel_tasks = 2\n")
+    env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
+    env.update(PREFECT_HOME=str(tmp_path / "prefect"), PYTHONPATH=str(ROOT))
+
+    def servers_started_here() -> list:
+        from prefect.server.api.server import SubprocessASGIServer
+
+        return list(SubprocessASGIServer._instances)
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        cmd = [sys.executable, "-m", "cli.main", "campaign", "--build", str(tiny_build.root), "--lake",
+               str(tmp_path / "lake"), "--llm", f"scripted:{script}", "--budget", "2", "--campaign-id", "dask",
+               "--config", str(config), "--dask-address", cluster.scheduler_address]
+        done = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
+        assert done.returncode == 0, done.stderr[-3000:]
+        per_worker = client.run(servers_started_here)
+    assert len(per_worker) == 2 and all(found == [] for found in per_worker.values()), per_worker
+    assert "Prefect API for this campaign: http://127.0.0.1:" in done.stdout and "4/4" in done.stdout
+    with sqlite3.connect(tmp_path / "prefect" / "prefect.db") as db:  # the CLI's server's database
+        keys = Counter(k.rsplit("-", 1)[0] for (k,) in db.execute("SELECT task_key FROM task_run"))
+    assert keys == {"run_campaign_task": 2, "llm_generate": 6, "verify_code": 4}
     rows = Lake.open(tmp_path / "lake").query("SELECT task_id, count(*) AS n, bool_or(feasible) AS ok "
                                               "FROM attempts GROUP BY task_id ORDER BY task_id").to_pylist()
     assert [(r["task_id"], r["n"], r["ok"]) for r in rows] == [(t, 2, True) for t in sorted(ids)]

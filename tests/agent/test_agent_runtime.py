@@ -47,3 +47,21 @@ def test_cli_stops_a_conflicting_backend_before_anything_runs(triton_build, tmp_
     assert len(errors) == 1 and "build.json" in errors[0] and "'cpu'" in errors[0]
     assert "prefect" not in result.stderr.lower()  # stopped before a flow started
     assert not (tmp_path / "lake").exists()
+
+
+def test_a_runtime_is_shared_until_its_last_holder_releases_it(tiny_build, tmp_path):
+    """Tasks in a Dask worker that outlives the campaign hand the runtime back; the last one closes
+    its lake, and a later task opens a fresh runtime."""
+    from evokernel.agent.runtime import release_runtime, runtime_for
+
+    settings = load_settings(None, build=tiny_build.root, lake=tmp_path / "lake", llm="scripted:demo")
+    flow_side = runtime_for(settings, "held")
+    task_side = runtime_for(settings, "held")
+    assert task_side is flow_side
+    release_runtime(task_side)
+    assert flow_side.ctx.lake.campaign_state("held") is None  # still open for the other holder
+    release_runtime(flow_side)
+    assert flow_side.ctx.lake._con is None  # its DuckDB connection closed by the last holder
+    again = runtime_for(settings, "held")
+    assert again is not flow_side and again.ctx.lake.campaign_state("held") is None
+    release_runtime(again)

@@ -1,0 +1,110 @@
+"""One Prefect API for a run whose tasks execute in other processes (Dask workers).
+
+Prefect has no API-less mode: a process with no ``PREFECT_API_URL`` starts a temporary server of
+its own. prefect-dask sends the flow's settings to the workers with every task, so a flow on such a
+server would send "no API" along, and every worker process would start yet another server (10-20 s
+each, racing on one database): runs scattered over servers that vanish with their workers.
+
+:func:`shared_api` gives the run one API: the configured ``PREFECT_API_URL`` (environment or Prefect
+profile) when there is one; otherwise a Prefect server started for the run (Prefect's own
+``SubprocessASGIServer`` on a free loopback port, over the ``PREFECT_HOME`` database, where the
+temporary server would have kept the runs too), set as ``PREFECT_API_URL`` in Prefect's settings
+(which prefect-dask sends to the workers) and in the environment (which local worker processes
+inherit), and stopped when the run ends, after its logs and events are flushed to it.
+Workers on other hosts cannot reach a loopback server: :func:`needs_reachable_api` says when the
+user must name a server they can reach.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Iterator
+from urllib.parse import urlparse
+
+from prefect.settings import PREFECT_API_URL, temporary_settings
+
+
+@dataclass(frozen=True)
+class PrefectApi:
+    url: str
+    started_here: bool  # a server started for this run (stopped when it ends)
+
+
+def configured_api_url() -> str | None:
+    """The Prefect API the settings name (environment, profile or an enclosing settings context)."""
+    return PREFECT_API_URL.value() or None
+
+
+def needs_reachable_api(dask_address: str | None) -> bool:
+    """Whether a scheduler at ``dask_address`` may have workers on other hosts while no API is
+    configured: a server started here listens on loopback only, out of their reach."""
+    if not dask_address or configured_api_url():
+        return False
+    host = urlparse(dask_address).hostname or ""
+    return not _is_loopback(host)
+
+
+@contextmanager
+def shared_api(startup_timeout_s: int | None = None) -> Iterator[PrefectApi]:
+    """The run's one Prefect API (see the module docstring); startup timeout: Prefect's setting
+    ``PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS`` unless given."""
+    url = configured_api_url()
+    if url:
+        yield PrefectApi(url, started_here=False)
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer(port=_free_port())  # a port of its own: not Prefect's ephemeral singleton
+    server.start(timeout=startup_timeout_s)
+    try:
+        with temporary_settings(updates={PREFECT_API_URL: server.api_url}), _environ("PREFECT_API_URL", server.api_url):
+            try:
+                yield PrefectApi(server.api_url, started_here=True)
+            finally:
+                _flush_logs_and_events()
+    finally:
+        server.stop()
+
+
+def _flush_logs_and_events() -> None:
+    """Send what this process still queues for the API before its server stops."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    try:
+        APILogWorker.drain_all(timeout=10)
+        EventsWorker.drain_all(timeout=10)
+    except RuntimeError:  # a worker that never started has nothing to send
+        pass
+
+
+@contextmanager
+def _environ(key: str, value: str) -> Iterator[None]:
+    previous = os.environ.get(key)
+    os.environ[key] = value
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = previous
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _is_loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
