@@ -22,6 +22,7 @@ from verifier.backends import get_backend
 from verifier.feedback import format_feedback
 from verifier.gate_plan import plan_gates
 from verifier.gates.hack import static_gate
+from verifier.machine_peaks import machine_peaks
 from verifier.result import GateResult, SessionFacts, Verdict
 from verifier.seeds import derive_seed, new_master_seed
 from verifier.session import InfrastructureError, Secrets, Session
@@ -56,9 +57,10 @@ def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
     workdir = Path(tempfile.mkdtemp(prefix="evokernel-verify-"))
     keys = Secrets(init_seed=derive_seed(seed, "init"), input_seed=derive_seed(seed, "inputs"),
                    child_nonce=secrets.token_hex(16), reference_nonce=secrets.token_hex(16))
+    peaks = machine_peaks(backend, settings.threads).peaks if plan.runs("latency") else None
     session = Session(task, candidate_source, backend, settings, workdir, keys, plan,
                       task_source=backend_impl.correctness_task_source(task.source),
-                      backend_context=backend_impl.compile_context(task))
+                      backend_context=backend_impl.compile_context(task), peaks=peaks)
     try:
         result = session.run_gates(hack)
         verdict = Verdict(task.task_id, backend, code_sha, result.gates, result.latency,

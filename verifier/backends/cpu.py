@@ -21,6 +21,7 @@ from kernelbench_npu.spec import TaskSpec
 from verifier import cpu_native
 from verifier.backends.base import Availability, Backend, CompileOutcome, GateCapability, SeedItem
 from verifier.native_sources import INLINE_POSITIONAL, NativeSource, SourceExtractionError, extract
+from verifier.roofline import MachinePeaks
 from verifier.sandbox import seccomp
 from verifier.settings import DEFAULT_PLAUSIBILITY_BOUND
 
@@ -67,6 +68,12 @@ class CpuBackend(Backend):
         return (SeedItem("cpu backend scaffold", self.scaffold(None)),
                 SeedItem("cpu fast loader: linear + relu with OpenMP", "A complete load_c candidate.",
                          code=example, category="matmul"))
+
+    def probe_peaks(self, threads: int) -> MachinePeaks:
+        """STREAM-style triad and FMA throughput, built with the candidates' compiler and flags."""
+        from verifier.backends import cpu_probe
+
+        return cpu_probe.probe(threads)
 
     # ---- child side ----------------------------------------------------------------------
     def precheck(self, candidate_source: str) -> str:

@@ -3,7 +3,8 @@
 Run as ``python -m verifier.sandbox.reference_worker IN_FD OUT_FD``. Builds ``Model`` from the task source
 with the verification's init seed, computes the outputs of every trial of the plan (same inputs
 as the sandbox child, from the same secret seed) and the errors of trivial predictors (zeros,
-the output mean, an input copy) used by the scale-aware correctness check.
+the output mean, an input copy) used by the scale-aware correctness check; then the task's
+workload (bytes and FLOPs of one call, verifier.sandbox.workload) for the roofline position.
 
 References are always computed on the CPU, whatever the candidate's backend: the worker never
 imports candidate or backend code, and the sandbox child copies a GPU candidate's outputs to the
@@ -34,6 +35,19 @@ def trivial_errors(ref: np.ndarray, inputs: list) -> dict[str, float]:
     return errors
 
 
+def _workload(model, inputs: list) -> msg.ReferenceWorkload | None:
+    """The task's workload; None when counting fails (the verdict then has no roofline position,
+    which must never cost the correctness check its reference outputs)."""
+    from verifier.sandbox.workload import count_workload
+
+    try:
+        work = count_workload(model, inputs)
+    except Exception as exc:  # an op the dispatch counters cannot follow
+        print(f"workload not counted: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
+    return msg.ReferenceWorkload(work.bytes_moved, work.flops)
+
+
 def main(argv: list[str]) -> int:
     in_fd, out_fd = int(argv[1]), int(argv[2])
     cfg = msg.receive(in_fd, time.monotonic() + 120, None)
@@ -57,6 +71,9 @@ def main(argv: list[str]) -> int:
         msg.send(out_fd, cfg.nonce, msg.ReferenceOutputs(
             trial.index, tuple(str(o.dtype).removeprefix("torch.") for o in outputs), tuple(arrays),
             tuple(trivial_errors(a, numpy_inputs) for a in arrays)))
+    workload = _workload(model, inp.inputs_for(problem, spec.input_seed, inp.plan(1)[0]))
+    if workload is not None:
+        msg.send(out_fd, cfg.nonce, workload)
     msg.send(out_fd, cfg.nonce, msg.ReferenceDone())
     return 0
 
