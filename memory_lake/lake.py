@@ -34,7 +34,7 @@ from memory_lake.storage import DataFile, Storage, new_batch_id
 from memory_lake.text import embedding_text, index_rows
 from memory_lake.views import install_views, new_connection
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: attempts carry the roofline columns (schema.GROWN_AT_FORMAT)
 ITEM_CACHE_SIZE = 4096
 ITEM_COLUMNS = ("item_id", "kind", "title", "body", "code", "task_id", "created_at")
 
@@ -51,6 +51,7 @@ class Lake:
         self.meta = dict(meta)
         self.q_init = float(self.meta.get("q_init", 0.0))
         self.backend = str(self.meta.get("backend", ""))
+        self.format = int(self.meta.get("format", 1))
         self.scorer = scorer or retrieval.Bm25Scorer()
         self._con: duckdb.DuckDBPyConnection | None = None
         self._files: dict[str, list[DataFile]] | None = None
@@ -129,7 +130,7 @@ class Lake:
     def connect(self) -> duckdb.DuckDBPyConnection:
         """A new DuckDB connection with the lake's views (items, attempts, ..., item_values)."""
         con = new_connection(self.storage)
-        install_views(con, self.storage, self.storage.visible_files(), self.q_init)
+        install_views(con, self.storage, self.storage.visible_files(), self.q_init, lake_format=self.format)
         return con
 
     def _resident(self) -> duckdb.DuckDBPyConnection:
@@ -138,7 +139,8 @@ class Lake:
         if self._con is None:
             self._con = new_connection(self.storage)
         if files != self._files:
-            install_views(self._con, self.storage, files, self.q_init, previous=self._files)
+            install_views(self._con, self.storage, files, self.q_init, previous=self._files,
+                          lake_format=self.format)
             self._files = files
         return self._con
 

@@ -61,7 +61,17 @@ ATTEMPTS = pa.schema([
     ("ci_low", pa.float64()),
     ("ci_high", pa.float64()),
     ("flagged", pa.bool_()),
-    ("reward", pa.float64()),  # raw reward (+1/-1 drafting; tanh(log best - log new) or -1 refining)
+    # roofline position (format 2; null in lakes created before and where no peaks were probed)
+    ("bytes_moved", pa.int64()),  # inputs + outputs + parameters of one call: the lower bound of traffic
+    ("flops", pa.int64()),  # FlopCounterMode on the reference + one per element of other compute ops
+    ("achieved_gbs", pa.float64()),  # bytes_moved / candidate time
+    ("achieved_gflops", pa.float64()),
+    ("roof_gbs", pa.float64()),  # the machine's probed bandwidth at this working set
+    ("memory_gbs", pa.float64()),  # the machine's probed bandwidth from memory
+    ("peak_gflops", pa.float64()),  # the machine's probed FMA throughput
+    ("roof_fraction", pa.float64()),  # shortest possible time / measured time (1 = on the roofline)
+    ("roof_bound", pa.string()),  # memory | compute
+    ("reward", pa.float64()),  # raw reward (+1/-1 drafting; paired, noise-aware tanh(log speedup ratio) or -1 refining)
     ("reward_normalized", pa.float64()),  # refining: after online normalisation; drafting: = reward
     ("input_tokens", pa.int64()),
     ("output_tokens", pa.int64()),
@@ -121,6 +131,10 @@ LLM_CALLS = pa.schema([  # every LLM call that is not an attempt (e.g. distillat
     ("seconds", pa.float64()),
     ("created_at", TS),
 ])
+
+# Tables whose schema grew, with the lake format that added the columns: files of an older lake may
+# lack them, and are read by name with the new columns null (memory_lake.views).
+GROWN_AT_FORMAT = {"attempts": 2}
 
 TABLES: dict[str, pa.Schema] = {
     "items": ITEMS,

@@ -110,3 +110,29 @@ def test_connect_gives_views_of_every_table(lake):
     con = lake.connect()
     for view in ("items", "attempts", "retrievals", "value_updates", "campaigns", "item_values"):
         con.execute(f"SELECT count(*) FROM {view}").fetchall()
+
+
+def test_a_lake_from_before_the_roofline_columns_stays_readable(tmp_path):
+    """A format-1 lake's attempts files lack the roofline columns: they read as null, and rows with
+    the columns appended to the same lake sit beside them (views read that table by name)."""
+    import pyarrow as pa
+
+    from memory_lake.schema import ATTEMPTS
+    from memory_lake.storage import new_batch_id
+
+    lake = Lake.create(tmp_path / "old", "cpu")
+    roofline = {"bytes_moved", "flops", "achieved_gbs", "achieved_gflops", "roof_gbs", "memory_gbs", "peak_gflops",
+                "roof_fraction", "roof_bound"}
+    old_schema = pa.schema([f for f in ATTEMPTS if f.name not in roofline])
+    old_row = pa.Table.from_pylist([{"attempt_id": "old", "speedup": 1.5}], schema=old_schema)
+    lake.storage.write_batch_file("attempts", old_row, new_batch_id())
+    lake.storage.write_meta({**lake.meta, "format": 1})
+    old = Lake.open(lake.root)
+    assert old.format == 1
+    old.append("attempts", [{"attempt_id": "new", "speedup": 3.0, "bytes_moved": 800, "roof_fraction": 0.4,
+                             "roof_bound": "memory"}])
+    rows = old.query("SELECT attempt_id, speedup, bytes_moved, roof_fraction, roof_bound FROM attempts "
+                     "ORDER BY attempt_id").to_pylist()
+    assert rows == [{"attempt_id": "new", "speedup": 3.0, "bytes_moved": 800, "roof_fraction": 0.4, "roof_bound": "memory"},
+                    {"attempt_id": "old", "speedup": 1.5, "bytes_moved": None, "roof_fraction": None, "roof_bound": None}]
+    assert Lake.create(tmp_path / "new", "cpu").format == 2
