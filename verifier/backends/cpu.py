@@ -35,6 +35,28 @@ def inline_key(kwargs: dict) -> str:
     return hashlib.sha256(json.dumps(wanted, sort_keys=True, default=list).encode()).hexdigest()
 
 
+SLEEF_NOTES = """- Vector math (exp, log, tanh, erf, pow, sin...): without `-ffast-math` a loop calling `expf`,
+  `tanhf` or `erff` stays scalar libm calls (a sigmoid written so runs several times slower than
+  torch's). Include `<sleef.h>` and the loader links SLEEF, the vector math library PyTorch's own CPU
+  kernels use: `Sleef_expf8_u10`, `Sleef_logf8_u10`, `Sleef_tanhf8_u10`, `Sleef_erff8_u10`,
+  `Sleef_powf8_u10` take and return `__m256` (8 floats, error <= 1.0 ULP; `..f16_u10` for `__m512`
+  on AVX-512, `..f4_u10` for `__m128`, `Sleef_expf_u10` scalar). For example, a vector sigmoid:
+```cpp
+{example}```"""
+HAND_WRITTEN_NOTES = """- Vector math: without `-ffast-math` a loop calling `expf`, `tanhf` or `erff` stays scalar libm
+  calls (several times slower than torch's vectorised ones). SLEEF is not installed here (Debian:
+  libsleef-dev), so write a vector exp yourself: range reduction x = k ln2 + r, a degree-6
+  polynomial for exp(r), then scale by 2^k through the exponent bits (k + 127 shifted left by 23),
+  with inputs clamped to [-88, 88] and NaN passed through."""
+
+
+def vector_math_notes() -> str:
+    """The scaffold's vector-math paragraph: SLEEF with an example where the compiler finds it."""
+    if cpu_native.header_available("sleef.h"):
+        return SLEEF_NOTES.format(example=(_HERE / "cpu_example_sleef.txt").read_text())
+    return HAND_WRITTEN_NOTES
+
+
 class CpuBackend(Backend):
     name = "cpu"
 
@@ -55,7 +77,7 @@ class CpuBackend(Backend):
 
     def scaffold(self, task: TaskSpec | None = None, threads: int = 2) -> str:
         text = (_HERE / "cpu_scaffold.md").read_text().format(
-            threads=threads, bound=DEFAULT_PLAUSIBILITY_BOUND,
+            threads=threads, bound=DEFAULT_PLAUSIBILITY_BOUND, vector_math=vector_math_notes(),
             example_task=(_HERE / "cpu_example_task.txt").read_text(),
             example_candidate=(_HERE / "cpu_example_candidate.txt").read_text())
         if task is not None:
