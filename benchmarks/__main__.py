@@ -18,6 +18,8 @@ QUICK_ARGS = {
     "verify_speed": ["--repeats", "1", "--rounds", "10"],
     "lake_scale": ["--sizes", "10000,100000"],
     "report_scale": ["--attempts", "20000"],
+    "reward_noise": ["--resubmissions", "3", "--pairs", "1", "--rounds", "10"],
+    "sleef_drafts": ["--repeats", "1", "--rounds", "10"],
 }
 
 

@@ -108,3 +108,12 @@ def test_a_backend_that_cannot_time_here_has_no_peaks_and_says_why(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("a GPU is present: the cuda backend probes for real")
     assert lookup.peaks is None and "no latency measurement here" in lookup.problem
+
+
+def test_the_device_probe_measures_through_torch_on_any_device():
+    """The default probe of GPU/NPU backends, run here on torch's CPU device with small sizes."""
+    from verifier.backends import device_probe
+
+    peaks = device_probe.probe("test", "cpu", lambda: None, 1, working_sets=(3 << 20, 12 << 20), matmul_n=256)
+    assert [size for size, _ in peaks.bandwidth] == [(3 << 20) // 12 * 12, (12 << 20) // 12 * 12]
+    assert peaks.memory_gbs > 0 and peaks.compute_gflops > 0 and peaks.device.startswith("cpu")

@@ -15,25 +15,32 @@ from typing import Callable
 from verifier.roofline import MachinePeaks
 
 WORKING_SETS = (256 << 20, 1 << 30)
+DEVICE_MODULES = {"npu": "torch_npu"}  # device types torch only knows once their extension is imported
 MATMUL_N = 4096
 REPS = 5
 
 
-def probe(backend: str, device: str, synchronize: Callable[[], None], threads: int) -> MachinePeaks:
+def probe(backend: str, device: str, synchronize: Callable[[], None], threads: int,
+          working_sets: tuple[int, ...] = WORKING_SETS, matmul_n: int = MATMUL_N) -> MachinePeaks:
+    import importlib
+
     import torch
 
+    extension = DEVICE_MODULES.get(device.split(":")[0])
+    if extension:
+        importlib.import_module(extension)
     torch.backends.cuda.matmul.allow_tf32 = False
     curve = []
-    for size in WORKING_SETS:
+    for size in working_sets:
         n = size // 12
         a, b, c = (torch.ones(n, device=device) for _ in range(3))
         seconds = _best(lambda: torch.add(b, c, alpha=0.5, out=a), synchronize, calls=10)
         curve.append((12 * n, round(12 * n / seconds / 1e9, 2)))
         del a, b, c
-    x = torch.randn(MATMUL_N, MATMUL_N, device=device)
-    y = torch.randn(MATMUL_N, MATMUL_N, device=device)
+    x = torch.randn(matmul_n, matmul_n, device=device)
+    y = torch.randn(matmul_n, matmul_n, device=device)
     seconds = _best(lambda: torch.mm(x, y), synchronize, calls=5)
-    gflops = 2 * MATMUL_N ** 3 / seconds / 1e9
+    gflops = 2 * matmul_n ** 3 / seconds / 1e9
     name = _device_name(device)
     return MachinePeaks(backend=backend, device=f"{name} (fp32 matmul peak)", threads=threads,
                         bandwidth=tuple(curve), compute_gflops=round(gflops, 2))
