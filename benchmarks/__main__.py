@@ -16,6 +16,7 @@ from importlib.util import find_spec
 QUICK_ARGS = {
     "build_speed": [],
     "verify_speed": ["--repeats", "1", "--rounds", "10"],
+    "isolation_cost": ["--repeats", "5"],
     "lake_scale": ["--sizes", "10000,100000"],
     "report_scale": ["--attempts", "20000"],
     "reward_noise": ["--resubmissions", "3", "--pairs", "1", "--rounds", "10"],

@@ -1,4 +1,5 @@
-"""`evokernel lake ...`: create, query, inspect, compact and transfer a memory lake."""
+"""`evokernel lake ...`: create, query (now or as of a snapshot), inspect, maintain, migrate and
+transfer a memory lake (a directory, or ducklake:postgres:<conninfo>; see memory_lake/storage.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ import typer
 
 from cli.errors import fail, one_line_errors
 
-LAKE_OPT = typer.Option(..., "--lake", help="lake root directory (or fsspec URL)")
+LAKE_OPT = typer.Option(..., "--lake", help="lake directory, or ducklake:postgres:<libpq conninfo>")
+DATA_PATH_OPT = typer.Option(None, "--data-path", help="where a new catalog lake keeps its Parquet files: a "
+                             "directory or s3://bucket/prefix (default: $EVOKERNEL_LAKE_DATA_PATH; directory "
+                             "lakes: <dir>/data)")
+AS_OF_OPT = typer.Option(None, "--as-of", help="read the lake as it was at a snapshot id or a timestamp "
+                         "(see `evokernel lake snapshots`)")
 
 
 def _open(root: str):
@@ -37,6 +43,7 @@ def register(app: typer.Typer) -> None:
     app.add_typer(lake_app, name="lake")
     _register_lifecycle(lake_app)
     _register_reading(lake_app)
+    _register_history(lake_app)
     _register_transfer(lake_app)
 
 
@@ -45,7 +52,8 @@ def _register_lifecycle(lake_app: typer.Typer) -> None:
 
     @lake_app.command("init")
     def init(lake: str = LAKE_OPT, backend: str = typer.Option(..., "--backend"),
-             q_init: float = typer.Option(0.0, "--q-init", help="initial Q of every item")) -> None:
+             q_init: float = typer.Option(0.0, "--q-init", help="initial Q of every item"),
+             data_path: Optional[str] = DATA_PATH_OPT) -> None:
         """Create the lake's tables and load the backend's seed knowledge (api_templates)."""
         from memory_lake import Lake, LakeError
 
@@ -54,16 +62,20 @@ def _register_lifecycle(lake_app: typer.Typer) -> None:
                 seeds = _seed_items(backend)
             except KeyError as exc:
                 fail(f"--backend {backend}: {exc.args[0] if exc.args else exc}")
-            created = Lake.create(lake, backend, seeds, q_init=q_init)
+            created = Lake.create(lake, backend, seeds, q_init=q_init, data_path=data_path)
         typer.echo(f"created {created.root} for backend {backend} with {len(seeds)} seed items")
 
     @lake_app.command("compact")
-    def compact(lake: str = LAKE_OPT) -> None:
-        """Merge small files into one per table (query results do not change)."""
+    def compact(lake: str = LAKE_OPT,
+                expire: Optional[str] = typer.Option(None, "--expire-older-than", help="also expire snapshots "
+                                                     "older than this (e.g. 7d, 12h, 30m; time travel before "
+                                                     "then ends) and delete the files only they used")) -> None:
+        """Merge small files, rebuild the champion lists (safe while campaigns write; results unchanged)."""
         from memory_lake import LakeError
 
+        seconds = _duration(expire) if expire else None
         with one_line_errors(LakeError):
-            r = _open(lake).compact()
+            r = _open(lake).compact(expire_older_than=seconds)
         typer.echo(f"compacted {', '.join(r.tables) or 'nothing'}: files {r.files_before} -> {r.files_after}, "
                    f"bytes {r.bytes_before} -> {r.bytes_after}")
 
@@ -74,8 +86,9 @@ def _register_reading(lake_app: typer.Typer) -> None:
     @lake_app.command("query")
     def query(sql_text: str = typer.Argument(..., metavar="SQL"), lake: str = LAKE_OPT,
               fmt: str = typer.Option("table", "--format", help="table | csv | json | parquet"),
-              out: Optional[Path] = typer.Option(None, "--out", help="output file (required for parquet)")) -> None:
-        """Run SQL over the views items, attempts, retrievals, value_updates, campaigns, item_values."""
+              out: Optional[Path] = typer.Option(None, "--out", help="output file (required for parquet)"),
+              as_of: Optional[str] = AS_OF_OPT) -> None:
+        """Run SQL over items, attempts, retrievals, value_updates, campaigns, llm_calls, item_values."""
         from memory_lake import LakeError
 
         if fmt not in ("table", "csv", "json", "parquet"):
@@ -83,7 +96,7 @@ def _register_reading(lake_app: typer.Typer) -> None:
         if fmt == "parquet" and out is None:
             fail("--format parquet needs --out FILE")
         with one_line_errors(LakeError):
-            result = _open(lake).query(sql_text)
+            result = _open(lake).query(sql_text, as_of=as_of)
         render(result, fmt, out)
 
     @lake_app.command("stats")
@@ -93,6 +106,51 @@ def _register_reading(lake_app: typer.Typer) -> None:
 
         with one_line_errors(LakeError):
             print_stats(_open(lake), top)
+
+
+def _register_history(lake_app: typer.Typer) -> None:
+    """snapshots, migrate and attach: the lake's history, moving it, reading it from plain DuckDB."""
+
+    @lake_app.command("snapshots")
+    def snapshots(lake: str = LAKE_OPT, last: int = typer.Option(20, "--last", help="newest snapshots shown")) -> None:
+        """List the lake's snapshots (ids and times for --as-of) and what each changed."""
+        from memory_lake import LakeError
+
+        with one_line_errors(LakeError):
+            found = _open(lake).snapshots()
+        rows = [{"snapshot": s.snapshot_id, "time": s.time.isoformat(timespec="seconds"), "changes": s.changes}
+                for s in found[-last:]]
+        typer.echo(format_table(["snapshot", "time", "changes"], rows, max_width=80))
+
+    @lake_app.command("migrate")
+    def migrate(old: str = typer.Argument(..., metavar="OLD"), new: str = typer.Argument(..., metavar="NEW"),
+                data_path: Optional[str] = DATA_PATH_OPT) -> None:
+        """Copy a lake (old directory format, or any lake) into a new DuckLake lake: every row, Q and id."""
+        from memory_lake import Lake, LakeError
+
+        with one_line_errors(LakeError):
+            _, r = Lake.migrate(old, new, data_path=data_path)
+        counts = ", ".join(f"{n} {table}" for table, n in r.rows.items())
+        typer.echo(f"migrated {old} -> {new}: {counts}; {r.q_values} current Q values"
+                   + ("; value_updates seqs renumbered (they were not distinct)" if r.renumbered else ""))
+
+    @lake_app.command("attach")
+    def attach(lake: str = LAKE_OPT) -> None:
+        """Print the SQL that opens the lake in plain DuckDB (Python: duckdb 1.5.5 and the extension wheels)."""
+        from memory_lake import LakeError
+        from memory_lake.catalog import attach_script
+
+        with one_line_errors(LakeError):
+            typer.echo(attach_script(lake))
+
+
+def _duration(text: str) -> float:
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    value, unit = text[:-1], text[-1:]
+    try:
+        return float(value) * units[unit]
+    except (KeyError, ValueError):
+        fail(f"--expire-older-than {text}: expected a number and a unit (s, m, h, d), e.g. 7d")
 
 
 def _register_transfer(lake_app: typer.Typer) -> None:

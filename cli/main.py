@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "campaign_cmd",
     "demo_cmd",
     "toolchain_cmd",
+    "prompt_cmd",
 )
 
 for _name in COMMAND_MODULES:

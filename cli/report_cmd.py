@@ -17,18 +17,20 @@ from cli.errors import EXIT_FAILED, fail
 def register(app: typer.Typer) -> None:
     @app.command("report")
     def report(
-        lake: Path = typer.Option(..., "--lake", help="memory lake directory"),
+        lake: str = typer.Option(..., "--lake", help="memory lake directory, or ducklake:postgres:<conninfo>"),
         out: Path = typer.Option(..., "--out", help="output directory (index.html, summary.md, metrics.parquet)"),
         campaign: Optional[List[str]] = typer.Option(
             None, "--campaign", help="campaign id to include (repeatable or comma-separated); default: all"),
         strict: bool = typer.Option(False, "--strict", help="exit 1 when a data-quality expectation fails"),
+        as_of: Optional[str] = typer.Option(None, "--as-of", help="report the memory as it was at a snapshot id "
+                                            "or timestamp (`evokernel lake snapshots`), e.g. before a campaign"),
     ) -> None:
         """Report campaigns side by side: metrics, learning curves, Q trajectories, data quality."""
         from reports.build import ReportError, write_report
 
         campaign_ids = [c for item in campaign or [] for c in item.split(",") if c] or None
         try:
-            result = write_report(lake, out, campaign_ids)
+            result = write_report(lake, out, campaign_ids, as_of)
         except ReportError as exc:
             fail(str(exc).splitlines()[0] if str(exc) else "report failed")
             return

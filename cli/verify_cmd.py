@@ -45,6 +45,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(json.dumps(verdict.to_json_dict(), indent=2))
         else:
             typer.echo(verdict.feedback)
+            for warning in verdict.warnings:  # e.g. "isolation unavailable: ..." (for the user, not the LLM)
+                typer.echo(f"warning: {warning}", err=True)
         if verdict.infrastructure_error:
             if not as_json:
                 fail(verdict.infrastructure_error.splitlines()[0])

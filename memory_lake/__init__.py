@@ -1,8 +1,10 @@
 """memory_lake: the agent's memory and the users' data lake of experience.
 
-Append-only Parquet tables under one root, read by DuckDB. Imports nothing else of the project.
-Public API: ``Lake`` (create/open/append/add_items/connect/query/retrieve/update_values/
-current_q), the value types in ``models``, and ``LakeError``.
+A DuckLake (Parquet data files plus a SQLite or PostgreSQL catalog) of append-only tables,
+read and written with DuckDB. Imports nothing else of the project. Public API: ``Lake``
+(create/open/open_or_create/append/add_items/connect/query/retrieve/update_values/current_q/
+compact/snapshots and the typed reads of ``reads``), the value types in ``models``, and
+``LakeError``.
 """
 
 from memory_lake.errors import LakeError
@@ -14,10 +16,14 @@ from memory_lake.models import (
     SeedItemRow,
     ValueUpdate,
 )
+from memory_lake.reads import AttemptRow, CampaignState, ChildTrace, TaskAttempt
 from memory_lake.retrieval import Bm25Scorer, Candidate, SimilarityScorer
 
 __all__ = [
+    "AttemptRow",
     "Bm25Scorer",
+    "CampaignState",
+    "ChildTrace",
     "Candidate",
     "Lake",
     "LakeError",
@@ -26,5 +32,6 @@ __all__ = [
     "RetrievedItem",
     "SeedItemRow",
     "SimilarityScorer",
+    "TaskAttempt",
     "ValueUpdate",
 ]

@@ -15,11 +15,15 @@ from __future__ import annotations
 import bisect
 import threading
 from collections import OrderedDict
+from functools import lru_cache
 from typing import IO, Callable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from pyarrow import fs as pafs
+
+from memory_lake.engine import s3_settings
 
 # (min, max) of the key column per row group; None where a row group has no usable statistics.
 Ranges = list[tuple[str, str] | None]
@@ -31,7 +35,7 @@ class KeyedReader:
     ``opener`` opens a file path for binary reading (default: the local file system)."""
 
     def __init__(self, opener: Callable[[str], IO[bytes]] | None = None, max_files: int = 4096) -> None:
-        self.opener = opener or (lambda path: open(path, "rb"))
+        self.opener = opener or open_data_file
         self.max_files = max_files
         self._footers: OrderedDict[tuple[str, str], Footer] = OrderedDict()
         self._lock = threading.Lock()
@@ -64,6 +68,24 @@ class KeyedReader:
             while len(self._footers) > self.max_files:
                 self._footers.popitem(last=False)
         return footer
+
+
+def open_data_file(path: str) -> IO[bytes]:
+    """Open a lake data file for reading: a local path, or an s3:// URL (AWS environment)."""
+    if path.startswith("s3://"):
+        return _s3(tuple(sorted(s3_settings().items()))).open_input_file(path[len("s3://"):])
+    return open(path, "rb")
+
+
+@lru_cache(maxsize=4)
+def _s3(frozen: tuple[tuple[str, str], ...]) -> pafs.S3FileSystem:
+    settings = dict(frozen)
+    options = {"access_key": settings.get("KEY_ID"), "secret_key": settings.get("SECRET"),
+               "session_token": settings.get("SESSION_TOKEN"), "region": settings.get("REGION")}
+    if "ENDPOINT" in settings:
+        options.update(endpoint_override=settings["ENDPOINT"],
+                       scheme="https" if settings.get("USE_SSL") == "true" else "http")
+    return pafs.S3FileSystem(**{k: v for k, v in options.items() if v})
 
 
 def footer_ranges(metadata: pq.FileMetaData, key: str) -> Ranges:

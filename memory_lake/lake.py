@@ -1,11 +1,15 @@
 """The Lake: the one object callers use to write, read, retrieve from and value the memory.
 
-A Lake keeps one resident DuckDB connection whose views are rebuilt only when the set of
-committed files changes (new batches, compaction), so repeated retrievals pay for a directory
-listing, not for a new connection. Retrieval reads posting lists and shown items with
-row-group-pruned keyed reads (keyed_reads.py); item rows never change, so the last
-ITEM_CACHE_SIZE shown items are cached, and the api_template list is cached per docs file set. The resident connection is guarded by a thread lock; use
-``connect()`` for a private connection.
+A lake is a DuckLake (Parquet data files plus a SQLite or PostgreSQL catalog; see storage.py for
+the URIs). A Lake holds one DuckDB connection with the lake attached as ``lake`` (and made the
+default catalog, so plain table names work), guarded by a thread lock; ``connect()`` gives a
+private one, optionally as of a snapshot. Every write is one DuckLake transaction (an items
+batch together with its docs and postings rows), retried when the catalog reports a conflict.
+
+Retrieval reads posting lists and shown items with row-group-pruned keyed reads of the data
+files of the latest snapshot (readstate.py, keyed_reads.py); item rows never change, so the last
+ITEM_CACHE_SIZE shown items are cached, current Qs are cached and caught up by seq (values.py),
+and the api_template list is cached per docs file.
 """
 
 from __future__ import annotations
@@ -15,28 +19,29 @@ import time
 import uuid
 from collections import OrderedDict
 from dataclasses import asdict
-from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
 import duckdb
 import pyarrow as pa
 
-from memory_lake import compaction, retrieval, transfer, values
+from memory_lake import catalog, engine, maintenance, migrate, retrieval, transfer, values
 from memory_lake.errors import LakeError
 from memory_lake.keyed_reads import KeyedReader
+from memory_lake.migrate import MigrationResult
 from memory_lake.models import (CompactionResult, NewItem, RetrievalRequest, RetrievedItem, SeedItemRow,
                                 TableStats, ValueUpdate)
+from memory_lake.reads import LakeReads
+from memory_lake.readstate import FileState, Files
 from memory_lake.rows import to_table
 from memory_lake.schema import INTERNAL_TABLES, ITEM_KINDS, TABLES
-from memory_lake.sqlfiles import sql
-from memory_lake.storage import DataFile, Storage, new_batch_id
+from memory_lake.storage import Location, parse
 from memory_lake.text import embedding_text, index_rows
-from memory_lake.views import install_views, new_connection
 
-FORMAT_VERSION = 2  # 2: attempts carry the roofline columns (schema.GROWN_AT_FORMAT)
 ITEM_CACHE_SIZE = 4096
 ITEM_COLUMNS = ("item_id", "kind", "title", "body", "code", "task_id", "created_at")
+TEMPLATE_COLUMNS = ("item_id", "kind", "backend")
 
 
 def new_item_ids(count: int) -> list[str]:
@@ -45,151 +50,157 @@ def new_item_ids(count: int) -> list[str]:
     return [f"it-{base + i:016x}-{salt}" for i in range(count)]
 
 
-class Lake:
-    def __init__(self, storage: Storage, meta: Mapping, scorer: retrieval.SimilarityScorer | None = None) -> None:
-        self.storage = storage
-        self.meta = dict(meta)
-        self.q_init = float(self.meta.get("q_init", 0.0))
-        self.backend = str(self.meta.get("backend", ""))
-        self.format = int(self.meta.get("format", 1))
+class Lake(LakeReads):
+    def __init__(self, location: Location, con: duckdb.DuckDBPyConnection, meta: catalog.LakeMeta,
+                 scorer: retrieval.SimilarityScorer | None = None) -> None:
+        self.location = location
+        self.meta = meta
+        self.q_init = meta.q_init
+        self.backend = meta.backend
         self.scorer = scorer or retrieval.Bm25Scorer()
-        self._con: duckdb.DuckDBPyConnection | None = None
-        self._files: dict[str, list[DataFile]] | None = None
+        self._con = con
+        self._scratch = engine.new_connection(("httpfs",))  # computing over files and Arrow tables
+        self._scratch.execute("SET threads = 1")  # small queries: a second thread costs more than it gives
+        engine.install_s3_secret(self._scratch)
         self._guard = threading.RLock()
-        self._stats_cache: tuple[object, tuple[int, float]] | None = None
-        self._reader = KeyedReader(None if storage.local else (lambda path: storage.fs.open(path, "rb")))
+        self._state = FileState()
+        self._q = values.QCache(self.q_init)
+        self._reader = KeyedReader()
         self._item_cache: OrderedDict[str, tuple] = OrderedDict()
-        self._templates_cache: dict[tuple, list[str]] = {}
+        self._templates_by_file: dict[str, list[tuple[str, str]]] = {}
 
     # ---- creating and opening ----------------------------------------------------------
     @classmethod
-    def create(cls, root: str | Path, backend: str, seed_items: Iterable[SeedItemRow] = (),
-               q_init: float = 0.0, scorer: retrieval.SimilarityScorer | None = None) -> "Lake":
-        """Create a lake at ``root`` for ``backend`` and load its seed items as api_templates."""
+    def create(cls, uri: str | Path, backend: str, seed_items: Iterable[SeedItemRow] = (), q_init: float = 0.0,
+               scorer: retrieval.SimilarityScorer | None = None, data_path: str | None = None) -> "Lake":
+        """Create a lake at ``uri`` for ``backend`` with its seed items as api_templates (one transaction)."""
         if not backend:
-            raise LakeError(f"{root}: backend must not be empty")
-        storage = Storage(root)
-        storage.init_layout()
-        meta = {"format": FORMAT_VERSION, "backend": backend, "q_init": float(q_init),
-                "created_at": datetime.now(timezone.utc).isoformat()}
-        lake = cls(storage, meta, scorer)
+            raise LakeError(f"{uri}: backend must not be empty")
+        location = parse(uri)
         seeds = [NewItem(kind="api_template", backend=backend, title=s.title, body=s.body, code=s.code or "",
                          category=getattr(s, "category", None) or "general") for s in seed_items]
-        if seeds:
-            lake.add_items(seeds)
-        storage.write_meta(meta)  # the commit point: a lake without lake.json does not exist
-        return lake
+        rows = _item_rows(seeds, new_item_ids(len(seeds)))
+        con = catalog.create_lake(location, backend, q_init, data_path,
+                                  lambda c: _insert_items(c, to_table("items", rows)) if rows else None)
+        return cls(location, con, catalog.read_meta(con, location), scorer)
 
     @classmethod
-    def open(cls, root: str | Path, scorer: retrieval.SimilarityScorer | None = None) -> "Lake":
-        storage = Storage(root)
-        if not storage.exists():
-            raise LakeError(f"{root}: no memory lake here (run `evokernel lake init --lake {root} --backend NAME`)")
-        return cls(storage, storage.read_meta(), scorer)
+    def open(cls, uri: str | Path, scorer: retrieval.SimilarityScorer | None = None) -> "Lake":
+        location = parse(uri)
+        con = catalog.attach_live(location)
+        try:
+            meta = catalog.read_meta(con, location)
+            catalog.add_missing_columns(con)
+        except BaseException:
+            con.close()
+            raise
+        return cls(location, con, meta, scorer)
+
+    @classmethod
+    def open_or_create(cls, uri: str | Path, backend: str, seed_items: Iterable[SeedItemRow] = (),
+                       q_init: float = 0.0, data_path: str | None = None) -> "Lake":
+        """Open the lake at ``uri``, or create it (first use) seeded with the backend's templates."""
+        if cls.exists(uri):
+            return cls.open(uri)
+        try:
+            return cls.create(uri, backend, seed_items, q_init=q_init, data_path=data_path)
+        except LakeError:
+            if cls.exists(uri):  # another process created it first
+                return cls.open(uri)
+            raise
+
+    @classmethod
+    def migrate(cls, old: str | Path, uri: str | Path, data_path: str | None = None) -> tuple["Lake", MigrationResult]:
+        """Copy the lake at ``old`` (old directory format, or any lake) into a new lake at ``uri``."""
+        if (Path(str(old)) / migrate.OLD_META).is_file():
+            meta = migrate.read_old_meta(Path(str(old)))
+            backend, q_init = str(meta["backend"]), float(meta.get("q_init", 0.0))
+            read = partial(migrate.read_table, Path(str(old)))
+        else:
+            source = cls.open(old)
+            backend, q_init = source.backend, source.q_init
+            read = lambda table: source.query(f"SELECT * FROM {table}")  # noqa: E731  (table: a known name)
+        done: list[MigrationResult] = []
+        location = parse(uri)
+        con = catalog.create_lake(location, backend, q_init, data_path,
+                                  lambda c: done.append(migrate.copy_rows(c, read, _insert, _insert_items)))
+        return cls(location, con, catalog.read_meta(con, location)), done[-1]
+
+    @staticmethod
+    def exists(uri: str | Path) -> bool:
+        return catalog.exists(parse(uri))
 
     @property
     def root(self) -> str:
-        return self.storage.url
+        return self.location.uri
 
     # ---- writing -----------------------------------------------------------------------
     def append(self, table: str, rows: Sequence[Mapping] | pa.Table) -> None:
-        """Append one batch (one Parquet file) to a table; rows are validated against its schema."""
+        """Append one batch to a table in one transaction; rows are validated against its schema.
+        value_updates rows must carry seqs above the lake's last one (see values.append_history)."""
         if table in INTERNAL_TABLES:
             raise LakeError(f"{table}: internal table, written by the lake itself")
         data = to_table(table, rows)
         if data.num_rows == 0:
             return
-        if table == "items":
-            self._append_items(data)
-        else:
-            self.storage.write_batch_file(table, data, new_batch_id())
+        with self._guard:
+            if table == "items":
+                engine.transaction(self._con, lambda c: _insert_items(c, data))
+            elif table == "value_updates":
+                values.append_history(self._con, data)
+            else:
+                engine.transaction(self._con, lambda c: _insert(c, table, data))
 
     def add_items(self, items: Sequence[NewItem]) -> list[str]:
-        """Add memory items (one batch); returns their new item ids in order."""
+        """Add memory items (one transaction); returns their new item ids in order."""
         fresh = iter(new_item_ids(sum(item.item_id is None for item in items)))
         ids = [item.item_id or next(fresh) for item in items]
-        rows = [{**asdict(item), "item_id": item_id} for item, item_id in zip(items, ids)]
-        self.append("items", rows)
+        self.append("items", _item_rows(items, ids))
         return ids
 
-    def _append_items(self, data: pa.Table) -> None:
-        texts = data.column("embedding_text").to_pylist()
-        if any(t is None for t in texts):
-            cols = {n: data.column(n).to_pylist() for n in ("title", "category", "body", "code")}
-            filled = [t if t is not None else embedding_text(cols["title"][i], cols["category"][i], cols["body"][i],
-                                                             cols["code"][i]) for i, t in enumerate(texts)]
-            data = data.set_column(data.schema.get_field_index("embedding_text"), "embedding_text",
-                                   pa.array(filled, pa.string()))
-        docs, postings = index_rows(data)
-        batch = new_batch_id()
-        self.storage.write_batch_file("postings", postings, batch)
-        self.storage.write_batch_file("docs", docs, batch)
-        self.storage.write_batch_file("items", data, batch)  # commit point of the batch
-
     # ---- reading -----------------------------------------------------------------------
-    def connect(self) -> duckdb.DuckDBPyConnection:
-        """A new DuckDB connection with the lake's views (items, attempts, ..., item_values)."""
-        con = new_connection(self.storage)
-        install_views(con, self.storage, self.storage.visible_files(), self.q_init, lake_format=self.format)
-        return con
+    def connect(self, as_of: str | int | None = None) -> duckdb.DuckDBPyConnection:
+        """A new DuckDB connection with the lake attached (``items``, ..., ``item_values`` resolve);
+        with ``as_of`` (a snapshot id or a timestamp), read-only and as the lake was then."""
+        if as_of is not None:
+            return catalog.attach_as_of(self.location, as_of)
+        return catalog.attach_live(self.location)
 
-    def _resident(self) -> duckdb.DuckDBPyConnection:
-        """The resident connection, its views refreshed if the committed files changed."""
-        files = self.storage.visible_files()
-        if self._con is None:
-            self._con = new_connection(self.storage)
-        if files != self._files:
-            install_views(self._con, self.storage, files, self.q_init, previous=self._files,
-                          lake_format=self.format)
-            self._files = files
-        return self._con
-
-    def query(self, sql_text: str, params: Sequence | Mapping | None = None) -> pa.Table:
-        """Run a DuckDB query over the lake's views; a malformed query is a one-line LakeError."""
-        with self._guard:
-            con = self._resident()
+    def query(self, sql_text: str, params: Sequence | Mapping | None = None,
+              as_of: str | int | None = None) -> pa.Table:
+        """Run SQL over the lake (as of a snapshot when asked); a bad query is a one-line LakeError."""
+        if as_of is not None:
+            con = self.connect(as_of)
             try:
                 return _arrow(con, sql_text, params)
-            except duckdb.IOException:
-                self._files = None  # a file vanished under a concurrent compaction: relist once
-                con = self._resident()
-                return self._run(con, sql_text, params)
-            except duckdb.Error as exc:
-                raise LakeError(f"query failed: {_first_line(exc)}") from None
+            finally:
+                con.close()
+        with self._guard:
+            return engine_retrying(lambda: _arrow(self._con, sql_text, params))
 
-    @staticmethod
-    def _run(con: duckdb.DuckDBPyConnection, sql_text: str, params) -> pa.Table:
-        try:
-            return _arrow(con, sql_text, params)
-        except duckdb.Error as exc:
-            raise LakeError(f"query failed: {_first_line(exc)}") from None
+    def snapshots(self) -> tuple[catalog.Snapshot, ...]:
+        with self._guard:
+            return catalog.snapshots(self._con)
 
     # ---- values ------------------------------------------------------------------------
     def current_q(self, item_ids: Sequence[str], stage: int) -> dict[str, float]:
         with self._guard:
-            return values.current_q(self._resident(), item_ids, stage, self.q_init)
+            self._refresh()
+            return self._q.get(item_ids, stage)
 
     def update_values(self, updates: Sequence[ValueUpdate]) -> dict[str, float]:
-        """Apply Q <- Q + alpha (r - Q) in order under the values lock (see values.py); new Qs."""
+        """Apply Q <- Q + alpha (r - Q) in order, exactly under concurrency (see values.py); new Qs."""
         if not updates:
             return {}
-        with self.storage.lock("values", exclusive=True), self._guard:
-            rows = values.plan_updates(self._resident(), updates, self.q_init)
-            self.append("value_updates", rows)
+        with self._guard:
+            rows = values.apply_updates(self._con, updates, self.q_init)
         return {row["item_id"]: row["q_after"] for row in rows}
 
     def set_values(self, values_by_item: Sequence[tuple[str, int, float]], attempt_id: str | None = None) -> None:
-        """Record given Qs as value_updates rows (used by import); same lock and seq rule as updates."""
-        if not values_by_item:
-            return
-        with self.storage.lock("values", exclusive=True), self._guard:
-            con = self._resident()
-            seq = int(con.execute(sql("max_seq")).fetchall()[0][0])
-            before = {stage: values.current_q(con, [i for i, s, _ in values_by_item if s == stage], stage, self.q_init)
-                      for stage in (1, 2)}
-            rows = [{"item_id": item_id, "stage": stage, "attempt_id": attempt_id, "q_before": before[stage][item_id],
-                     "q_after": q, "seq": seq + k + 1} for k, (item_id, stage, q) in enumerate(values_by_item)]
-            self.append("value_updates", rows)
+        """Record given Qs as value_updates rows (import, migration); same clock rule as updates."""
+        if values_by_item:
+            with self._guard:
+                values.set_values(self._con, values_by_item, attempt_id, self.q_init)
 
     # ---- transfer ----------------------------------------------------------------------
     def export(self, out: str | Path, exclude_tasks: Sequence[str] = (), kinds: Sequence[str] = ()):
@@ -201,43 +212,55 @@ class Lake:
         return transfer.import_items(self, path)
 
     # ---- retrieval ---------------------------------------------------------------------
-    def retrieve(self, req: RetrievalRequest) -> tuple[RetrievedItem, ...]:
+    def retrieve(self, req: RetrievalRequest, record: bool = True) -> tuple[RetrievedItem, ...]:
         """Retrieve items for an attempt (see retrieval.py) and record them in ``retrievals``."""
         with self._guard:
-            con = self._resident()
-            chosen = self._templates(con, req) + self._pool_choices(con, req)
-            shown = self._materialise(con, req, chosen)
-        self.append("retrievals", [{"attempt_id": req.attempt_id, "item_id": r.item_id, "stage": req.stage,
-                                    "rank": r.rank, "similarity": r.similarity, "q_value": r.q_value,
-                                    "explored": r.explored, "strategy": r.strategy} for r in shown])
+            files = self._refresh()
+            chosen = self._templates(files, req) + self._pool_choices(files, req)
+            shown = self._materialise(files, chosen)
+        if record:
+            self.append("retrievals", [{"attempt_id": req.attempt_id, "item_id": r.item_id, "stage": req.stage,
+                                        "rank": r.rank, "similarity": r.similarity, "q_value": r.q_value,
+                                        "explored": r.explored, "strategy": r.strategy} for r in shown])
         return shown
 
-    def _templates(self, con, req: RetrievalRequest) -> list[retrieval.Choice]:
+    def _refresh(self) -> Files:
+        """The data files of the latest snapshot; current Qs caught up if value_updates changed."""
+        files = engine_retrying(lambda: self._state.refresh(self._con))
+        if self._state.values_changed:
+            engine_retrying(lambda: self._q.catch_up(self._con))
+            self._state.values_changed = False
+        return files
+
+    def _templates(self, files: Files, req: RetrievalRequest) -> list[retrieval.Choice]:
         if not retrieval.templates_added(req):
             return []
-        key = (tuple(f.path for f in (self._files or {}).get("docs", [])), req.backend)
-        if key not in self._templates_cache:
-            rows = con.execute(sql("templates"), {"backend": req.backend}).fetchall()
-            self._templates_cache = {key: [row[0] for row in rows]}
+        for path in files.paths("docs"):
+            if path not in self._templates_by_file:
+                table = self._reader.read(path, "kind", ["api_template"], TEMPLATE_COLUMNS)
+                self._templates_by_file[path] = list(zip(table.column("item_id").to_pylist(),
+                                                         table.column("backend").to_pylist()))
+        current = files.paths("docs")
+        self._templates_by_file = {p: self._templates_by_file[p] for p in current}
         excluded = set(req.exclude_item_ids)
-        ids = [i for i in self._templates_cache[key] if i not in excluded]
+        ids = sorted(i for p in current for i, b in self._templates_by_file[p] if b == req.backend and i not in excluded)
         ids = ids[: req.max_templates] if req.max_templates is not None else ids
-        q = values.current_q(con, ids, req.stage, self.q_init)
+        q = self._q.get(ids, req.stage)
         return [retrieval.Choice(retrieval.Candidate(i, 0.0, q[i]), False, "template") for i in ids]
 
-    def _pool_choices(self, con, req: RetrievalRequest) -> list[retrieval.Choice]:
+    def _pool_choices(self, files: Files, req: RetrievalRequest) -> list[retrieval.Choice]:
         kinds = retrieval.pool_kinds(req, ITEM_KINDS)
-        ctx = retrieval.ScoringContext(con, self._files or {}, self.storage.duck_path, self._reader)
+        ctx = retrieval.ScoringContext(self._con, files, self._reader, self._scratch)
         pool = self.scorer.pool(ctx, req, kinds, req.pool_size)
-        q = values.current_q(con, [c.item_id for c in pool], req.stage, self.q_init)
+        q = self._q.get([c.item_id for c in pool], req.stage)
         pool = [retrieval.Candidate(c.item_id, c.similarity, q[c.item_id]) for c in pool]
         return retrieval.choose(pool, req)
 
-    def _materialise(self, con, req, chosen: list[retrieval.Choice]) -> tuple[RetrievedItem, ...]:
+    def _materialise(self, files: Files, chosen: list[retrieval.Choice]) -> tuple[RetrievedItem, ...]:
         ids = [c.candidate.item_id for c in chosen]
         if not ids:
             return ()
-        rows = self._item_rows(ids)
+        rows = self._item_rows(files, ids)
         out = []
         for rank, choice in enumerate(c for c in chosen if c.candidate.item_id in rows):
             item_id, kind, title, body, code, task_id, _ = rows[choice.candidate.item_id]
@@ -246,10 +269,10 @@ class Lake:
                                      q_value=choice.candidate.q, explored=choice.explored, strategy=choice.strategy))
         return tuple(out)
 
-    def _item_rows(self, ids: list[str]) -> dict[str, tuple]:
+    def _item_rows(self, files: Files, ids: list[str]) -> dict[str, tuple]:
         """The ITEM_COLUMNS rows of the given items (absent ids left out): cache, then pruned reads."""
         missing = [i for i in dict.fromkeys(ids) if i not in self._item_cache]
-        for path in [f.path for f in (self._files or {}).get("items", [])] if missing else []:
+        for path in files.paths("items") if missing else []:
             table = self._reader.read(path, "item_id", missing, ITEM_COLUMNS)
             for row in zip(*(table.column(c).to_pylist() for c in ITEM_COLUMNS)):
                 self._item_cache[row[0]] = row
@@ -263,27 +286,27 @@ class Lake:
         return out
 
     # ---- housekeeping ------------------------------------------------------------------
-    def compact(self, min_files: int = 2) -> CompactionResult:
-        """Merge small files (see compaction.py); query results are unchanged."""
+    def files(self) -> Files:
+        """The data files retrieval reads at the latest snapshot (items, docs, postings, champions)."""
         with self._guard:
-            result = compaction.compact(self.storage, min_files=min_files)
-            self._files = None
-        return result
+            return self._refresh()
+
+    def compact(self, expire_older_than: float | None = None, champions_k: int | None = None) -> CompactionResult:
+        """DuckLake maintenance (see maintenance.py); safe while others write; results unchanged."""
+        with self._guard:
+            return maintenance.compact(self._con, expire_older_than, champions_k)
 
     def table_stats(self) -> tuple[TableStats, ...]:
-        """Rows, files and bytes per table (the internal docs and postings included)."""
-        files = self.storage.visible_files()
-        out = []
-        for table in files:
-            rows = self.query(f"SELECT count(*) AS n FROM {table}").column("n")[0].as_py()  # table: a known name
-            out.append(TableStats(table, int(rows), len(files[table]), sum(f.size for f in files[table])))
-        return tuple(out)
+        """Rows, data files and bytes per table (the internal ones included)."""
+        with self._guard:
+            return maintenance.table_stats(self._con)
 
     def close(self) -> None:
         with self._guard:
             if self._con is not None:
                 self._con.close()
-            self._con, self._files = None, None
+                self._scratch.close()
+            self._con = None
 
     def __enter__(self) -> "Lake":
         return self
@@ -292,14 +315,50 @@ class Lake:
         self.close()
 
 
+def _item_rows(items: Sequence[NewItem], ids: Sequence[str]) -> list[dict]:
+    return [{**asdict(item), "item_id": item_id} for item, item_id in zip(items, ids)]
+
+
+def _insert(con: duckdb.DuckDBPyConnection, table: str, data: pa.Table) -> None:
+    name = f"_rows_{table}"
+    con.register(name, data)
+    try:
+        con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {name}")  # table: a known lake table
+    finally:
+        con.unregister(name)
+
+
+def _insert_items(con: duckdb.DuckDBPyConnection, data: pa.Table) -> None:
+    """Items with their embedding text, docs and postings rows (postings sorted by term)."""
+    texts = data.column("embedding_text").to_pylist()
+    if any(t is None for t in texts):
+        cols = {n: data.column(n).to_pylist() for n in ("title", "category", "body", "code")}
+        filled = [t if t is not None else embedding_text(cols["title"][i], cols["category"][i], cols["body"][i],
+                                                         cols["code"][i]) for i, t in enumerate(texts)]
+        data = data.set_column(data.schema.get_field_index("embedding_text"), "embedding_text",
+                               pa.array(filled, pa.string()))
+    docs, postings = index_rows(data)
+    _insert(con, "items", data.sort_by("item_id"))
+    _insert(con, "docs", docs.sort_by("item_id"))
+    _insert(con, "postings", postings)
+
+
+def engine_retrying(action):
+    """Run a read, retrying a busy catalog; a DuckDB error becomes a one-line LakeError."""
+    try:
+        return engine.retrying(action)
+    except duckdb.Error as exc:
+        raise LakeError(f"query failed: {engine.first_line(exc)}") from None
+
+
 def _arrow(con: duckdb.DuckDBPyConnection, sql_text: str, params) -> pa.Table:
-    relation = con.sql(sql_text, params=params)
-    return relation.to_arrow_table() if relation is not None else pa.table({})
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
+    try:
+        relation = con.sql(sql_text, params=params)
+        return relation.to_arrow_table() if relation is not None else pa.table({})
+    except duckdb.Error as exc:
+        if engine.retryable(exc):
+            raise
+        raise LakeError(f"query failed: {engine.first_line(exc)}") from None
 
 
 __all__ = ["Lake", "TABLES"]

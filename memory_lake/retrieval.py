@@ -13,16 +13,16 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Callable, Protocol
+from typing import Protocol
 
 import duckdb
 import pyarrow as pa
 
 from memory_lake.keyed_reads import KeyedReader
 from memory_lake.models import RetrievalRequest
+from memory_lake.readstate import Files
 from memory_lake.schema import POSTINGS
 from memory_lake.sqlfiles import sql
-from memory_lake.storage import DataFile
 from memory_lake.text import query_terms
 
 
@@ -42,12 +42,18 @@ class Choice:
 
 @dataclass(frozen=True)
 class ScoringContext:
-    """What a scorer may use: the resident connection (views installed) and the visible files."""
+    """What a scorer may use: the lake's connection, a scratch connection for computing over data
+    files and Arrow tables (no catalog attached, so registering a table costs no catalog round
+    trip), and the data files of one snapshot."""
 
     con: duckdb.DuckDBPyConnection
-    files: dict[str, list[DataFile]]
-    duck_path: Callable[[str], str]
+    files: Files
     reader: KeyedReader | None = None  # pruned reads of posting lists (Lake supplies one)
+    scratch: duckdb.DuckDBPyConnection | None = None  # default: con
+
+    @property
+    def compute(self) -> duckdb.DuckDBPyConnection:
+        return self.scratch or self.con
 
 
 class SimilarityScorer(Protocol):
@@ -60,8 +66,8 @@ class Bm25Scorer:
     """BM25 (k1, b) over task text vs item text, plus weights for category and backend matches.
 
     Corpus statistics (document frequency per term, number and mean length of documents) are
-    kept per Parquet file and summed, so a new batch costs one small scan and a compaction one
-    full scan; files are immutable, so the cache never goes stale (the sum over the current file
+    kept per Parquet data file and summed, so a new batch costs one small scan and a compaction
+    one full scan; data files are immutable, so the cache never goes stale (the sum over the current file
     set is cached too). Query terms are the task's
     distinct terms that occur in the lake, minus those in more than ``max_df_ratio`` of all
     items (their idf is tiny and they dominate the scan), at most ``max_query_terms`` of the
@@ -69,11 +75,17 @@ class Bm25Scorer:
     or backend fill the pool.
 
     Posting lists are read per query term from each postings file with row-group pruning
-    (keyed_reads.py) and scored by sql/bm25_pool.sql. A compacted postings file is replaced by its
-    champion lists when compaction wrote them (per term and kind, the CHAMPIONS_K postings of
-    highest BM25 term weight): an item outside a term's champions gets no score for that term.
-    Uncompacted batches are always read in full, so a new item is never missed. Document
-    frequencies and lengths still come from the full postings and docs.
+    (keyed_reads.py) and scored by sql/bm25_pool.sql. The postings files compaction built champion
+    lists from are replaced by those lists (per term and kind, the CHAMPIONS_K postings of highest
+    BM25 term weight): an item outside a term's champions gets no score for that term. Files
+    written since are always read in full, so a new item is never missed. Document frequencies
+    and lengths still come from the full postings and docs.
+
+    Why not DuckDB's FTS extension: its index is a snapshot of one table in a DuckDB database
+    file, rebuilt from scratch after every append (a campaign appends after every attempt) and
+    not stored in the lake, so other processes and machines cannot share it; these postings are
+    ordinary lake rows, appended with their items in the same transaction (benchmarks/lake_scale
+    compares both at 1M items).
     """
 
     def __init__(self, k1: float = 1.2, b: float = 0.75, w_category: float = 1.0, w_backend: float = 0.5,
@@ -93,13 +105,13 @@ class Bm25Scorer:
                   "backend": req.backend, "w_category": self.w_category, "w_backend": self.w_backend}
         found: list[Candidate] = []
         if terms:
-            ctx.con.register("query_postings", query_postings(ctx, terms))
+            ctx.compute.register("query_postings", query_postings(ctx, terms))
             try:
-                rows = ctx.con.execute(sql("bm25_pool"), {
+                rows = ctx.compute.execute(sql("bm25_pool"), {
                     **common, "k": k, "terms": terms, "dfs": [df[t] for t in terms], "n_docs": float(n_docs),
                     "avg_doc_len": max(total_len / n_docs, 1.0), "k1": self.k1, "b": self.b}).fetchall()
             finally:
-                ctx.con.unregister("query_postings")
+                ctx.compute.unregister("query_postings")
             found = [Candidate(item_id, float(score)) for item_id, score in rows]
         if len(found) < k:
             seen = {c.item_id for c in found}
@@ -114,8 +126,8 @@ class Bm25Scorer:
 
     def corpus(self, ctx: ScoringContext) -> tuple[int, int, dict[str, int]]:
         """(number of items, total tokens, df per term) over the visible files, cached per file."""
-        docs_files = [f.path for f in ctx.files.get("docs", [])]
-        post_files = [f.path for f in ctx.files.get("postings", [])]
+        docs_files = ctx.files.paths("docs")
+        post_files = ctx.files.paths("postings")
         for path in docs_files:
             if path not in self._docs_by_file:
                 self._docs_by_file[path] = _docs_stats(ctx, path)
@@ -146,11 +158,15 @@ _DICTIONARY = ("term", "kind", "backend", "category")  # few distinct values: de
 _LOCAL_READER = KeyedReader()  # for contexts built without a reader (local files)
 
 
-def posting_sources(files: dict[str, list[DataFile]]) -> list[str]:
-    """The files retrieval reads posting lists from: each compacted postings file's champion
-    lists where compaction wrote them (same batch id), otherwise the postings file itself."""
-    champions = {f.batch_id: f.path for f in files.get("champions", [])}
-    return [champions.get(f.batch_id, f.path) if f.prefix == "cpt" else f.path for f in files.get("postings", [])]
+def posting_sources(files: Files) -> list[str]:
+    """The files retrieval reads posting lists from: the champion lists instead of the postings
+    files they were built from (only while all of those are still current: a file merged away
+    since would otherwise count twice), plus every postings file written since, in full."""
+    postings = files.paths("postings")
+    champions = files.paths("champions")
+    if not champions or not files.covered or not files.covered <= set(postings):
+        return postings
+    return champions + [p for p in postings if p not in files.covered]
 
 
 def query_postings(ctx: ScoringContext, terms: list[str]) -> pa.Table:
@@ -163,13 +179,13 @@ def query_postings(ctx: ScoringContext, terms: list[str]) -> pa.Table:
 
 
 def _docs_stats(ctx: ScoringContext, path: str) -> tuple[int, int]:
-    rel = ctx.con.read_parquet(ctx.duck_path(path)).aggregate("count(*), coalesce(sum(doc_len), 0)")
+    rel = ctx.compute.read_parquet(path).aggregate("count(*), coalesce(sum(doc_len), 0)")
     n, total = rel.fetchall()[0]
     return int(n), int(total)
 
 
 def _term_df(ctx: ScoringContext, path: str) -> dict[str, int]:
-    rel = ctx.con.read_parquet(ctx.duck_path(path)).aggregate("term, count(*)", "term")
+    rel = ctx.compute.read_parquet(path).aggregate("term, count(*)", "term")
     return dict(rel.fetchall())
 
 

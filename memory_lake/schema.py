@@ -1,6 +1,7 @@
-"""The lake's tables, declared once as pyarrow schemas (DESIGN.md section 5).
+"""The lake's tables, declared once as pyarrow schemas (DESIGN.md section 5), and the DuckLake
+DDL made from them.
 
-Every table is append-only: a row is never edited. "Current" state is derived:
+Every user table is append-only: a row is never edited. "Current" state is derived:
 the current Q of (item, stage) is its latest value_updates row; a campaign's state is its
 latest campaigns row.
 """
@@ -61,7 +62,7 @@ ATTEMPTS = pa.schema([
     ("ci_low", pa.float64()),
     ("ci_high", pa.float64()),
     ("flagged", pa.bool_()),
-    # roofline position (format 2; null in lakes created before and where no peaks were probed)
+    # roofline position (null where no peaks were probed; added to older lakes on open, null there)
     ("bytes_moved", pa.int64()),  # inputs + outputs + parameters of one call: the lower bound of traffic
     ("flops", pa.int64()),  # FlopCounterMode on the reference + one per element of other compute ops
     ("achieved_gbs", pa.float64()),  # bytes_moved / candidate time
@@ -79,6 +80,7 @@ ATTEMPTS = pa.schema([
     ("llm_seconds", pa.float64()),
     ("verify_seconds", pa.float64()),
     ("created_at", TS),
+    ("tokens_estimated", pa.bool_()),  # the server reported no usage: token counts (and cost) are len//4 estimates
 ])
 
 RETRIEVALS = pa.schema([
@@ -130,11 +132,8 @@ LLM_CALLS = pa.schema([  # every LLM call that is not an attempt (e.g. distillat
     ("cost_usd", pa.float64()),
     ("seconds", pa.float64()),
     ("created_at", TS),
+    ("tokens_estimated", pa.bool_()),  # as in attempts
 ])
-
-# Tables whose schema grew, with the lake format that added the columns: files of an older lake may
-# lack them, and are read by name with the new columns null (memory_lake.views).
-GROWN_AT_FORMAT = {"attempts": 2}
 
 TABLES: dict[str, pa.Schema] = {
     "items": ITEMS,
@@ -146,8 +145,7 @@ TABLES: dict[str, pa.Schema] = {
 }
 
 # --- Internal tables (memory_lake's own; users may query them but should not write them) ---
-# Written by the lake in the same batch as the items they describe, keyed by the batch id in the
-# file name: a batch's derived files are visible only once its items file is committed.
+# docs and postings are written in the same transaction as the items they describe.
 
 DOCS = pa.schema([  # one row per item: the narrow columns retrieval filters and BM25 normalises on
     ("item_id", pa.string()),
@@ -168,10 +166,44 @@ POSTINGS = pa.schema([  # one row per (term, item): the inverted index BM25 is c
     ("category", pa.string()),
 ])
 
-# Champion lists (written by compaction only, one cpt file per compacted postings file, same batch
-# id): per (term, kind) the postings with the highest BM25 term weight, at most CHAMPIONS_K of them.
-# Retrieval reads these instead of the full compacted postings (see retrieval.py).
+# Champion lists (rebuilt by compaction): per (term, kind) the postings with the highest BM25 term
+# weight, at most CHAMPIONS_K of them, over the postings data files listed in champion_sources.
+# Retrieval reads these instead of those files (see retrieval.py).
 CHAMPIONS = POSTINGS
+CHAMPION_SOURCES = pa.schema([("data_file", pa.string())])
 
-INTERNAL_TABLES: dict[str, pa.Schema] = {"docs": DOCS, "postings": POSTINGS, "champions": CHAMPIONS}
+# The Q-update clock: one row whose seq is the last value_updates seq; every Q-update transaction
+# rewrites it, so two concurrent ones conflict in DuckLake and one retries (see values.py).
+VALUE_CLOCK = pa.schema([("seq", pa.int64())])
+
+LAKE_META = pa.schema([  # one row, written with the tables: the lake exists once it is committed
+    ("format", pa.int32()),
+    ("backend", pa.string()),
+    ("q_init", pa.float64()),
+    ("created_at", TS),
+])
+
+INTERNAL_TABLES: dict[str, pa.Schema] = {"docs": DOCS, "postings": POSTINGS, "champions": CHAMPIONS,
+                                         "champion_sources": CHAMPION_SOURCES, "value_clock": VALUE_CLOCK,
+                                         "lake_meta": LAKE_META}
 ALL_TABLES: dict[str, pa.Schema] = {**TABLES, **INTERNAL_TABLES}
+
+# Tables read file by file with row-group pruning (keyed_reads.py): their rows are never inlined
+# into the catalog, and their files are sorted by the key retrieval looks them up by.
+FILE_TABLES = {"items": "item_id", "docs": "item_id", "postings": "term", "champions": "term"}
+# Rows per Parquet row group: small enough that id and term filters prune most of a big file.
+ROW_GROUP_ROWS = {"postings": 16_384, "champions": 4_096, "items": 2_048, "docs": 16_384}
+
+_DUCK_TYPES = {pa.string(): "VARCHAR", pa.int8(): "TINYINT", pa.int32(): "INTEGER", pa.int64(): "BIGINT",
+               pa.float64(): "DOUBLE", pa.bool_(): "BOOLEAN", TS: "TIMESTAMPTZ"}
+
+
+def column_type(table: str, column: str) -> str:
+    """The DuckDB type of one lake column."""
+    return _DUCK_TYPES[ALL_TABLES[table].field(column).type]
+
+
+def create_table_sql(table: str) -> str:
+    """CREATE TABLE for one lake table, its columns and types from the pyarrow schema."""
+    columns = ", ".join(f"{f.name} {_DUCK_TYPES[f.type]}" for f in ALL_TABLES[table])
+    return f"CREATE TABLE IF NOT EXISTS {table} ({columns})"

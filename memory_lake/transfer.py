@@ -35,7 +35,7 @@ class TransferResult:
 def export_items(lake, out: str | Path, exclude_tasks: Sequence[str] = (), kinds: Sequence[str] = ()) -> TransferResult:
     """Write the lake's items (filtered) with their current Qs to one Parquet file."""
     data = lake.query(sql("export_items"), {"kinds": list(kinds), "exclude_tasks": list(exclude_tasks)})
-    data = data.append_column("source_lake", pa.array([lake.root] * data.num_rows, pa.string()))
+    data = data.append_column("source_lake", pa.array([lake.location.label] * data.num_rows, pa.string()))
     fs, path = fsspec.core.url_to_fs(str(out))
     tmp = f"{path}.tmp-export"
     with fs.open(tmp, "wb") as handle:

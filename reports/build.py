@@ -1,6 +1,6 @@
 """The report's public entry: read a lake, compute metrics, check data quality, draw, write.
 
-``write_report(lake_root, out, campaign_ids)`` writes ``out/index.html`` (self-contained),
+``write_report(lake_root, out, campaign_ids, as_of)`` writes ``out/index.html`` (self-contained),
 ``out/summary.md`` (+ ``out/figures/*.png`` it links), and ``out/metrics.parquet`` (the long table of
 every number behind the report). Each file is written under a temporary name and renamed. An
 empty or partial lake gives a report that says what is missing; only a path that holds no lake
@@ -40,12 +40,14 @@ class ReportResult:
     seconds: float
 
 
-def open_lake_connection(lake_root: str | Path) -> duckdb.DuckDBPyConnection:
-    """A DuckDB connection with the lake's views; ReportError when there is no lake at the path."""
+def open_lake_connection(lake_root: str | Path, as_of: str | None = None) -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the lake attached (as of a snapshot id or timestamp when given);
+    ReportError when there is no lake at the path."""
     from memory_lake import Lake, LakeError
 
     try:
-        return Lake.open(lake_root).connect()
+        with Lake.open(str(lake_root)) as lake:
+            return lake.connect(as_of)
     except LakeError as exc:
         raise ReportError(str(exc)) from None
 
@@ -73,13 +75,16 @@ def build_content(con: duckdb.DuckDBPyConnection, lake_label: str,
     )
 
 
-def write_report(lake_root: Path, out: Path, campaign_ids: Sequence[str] | None = None) -> ReportResult:
-    """Write index.html, summary.md (+ figures/) and metrics.parquet for the lake's campaigns."""
+def write_report(lake_root: str | Path, out: Path, campaign_ids: Sequence[str] | None = None,
+                 as_of: str | None = None) -> ReportResult:
+    """Write index.html, summary.md (+ figures/) and metrics.parquet for the lake's campaigns,
+    for the memory as it is or, with ``as_of``, as it was at that snapshot id or timestamp."""
     started = time.perf_counter()
-    lake_root, out = Path(lake_root), Path(out)
-    con = open_lake_connection(lake_root)
+    out = Path(out)
+    con = open_lake_connection(lake_root, as_of)
     try:
-        content = build_content(con, str(lake_root), campaign_ids)
+        label = str(lake_root) if as_of is None else f"{lake_root} as of {as_of}"
+        content = build_content(con, label, campaign_ids)
     finally:
         con.close()
     try:

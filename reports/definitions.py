@@ -64,9 +64,14 @@ DEFINITIONS: tuple[MetricDefinition, ...] = (
         "Attempts (one generation each) plus recorded non-attempt calls (llm_calls, e.g. distillation).",
         "group_metrics"),
     MetricDefinition(
-        "tokens", "tokens", "Input + output tokens of attempts and recorded non-attempt LLM calls.", "group_metrics"),
+        "tokens", "tokens",
+        "Input + output tokens of attempts and recorded non-attempt LLM calls, as the provider reported them; "
+        "for a response that carried no usage, the len(text)/4 estimate, counted again as 'estimated'.",
+        "group_metrics"),
     MetricDefinition(
-        "cost_usd", "cost (USD)", "Recorded LLM cost of attempts and non-attempt calls.", "group_metrics"),
+        "cost_usd", "cost (USD)",
+        "Recorded LLM cost of attempts and non-attempt calls: the provider's reported price where the response "
+        "carried one, else the tokens at list price (estimated tokens give an estimated cost).", "group_metrics"),
     MetricDefinition(
         "verify_seconds", "verifier seconds", "Sum of the verifier's wall time over attempts.", "group_metrics"),
     MetricDefinition(

@@ -72,7 +72,8 @@ RESULT_COLUMNS: tuple[Column, ...] = (
 )
 COST_COLUMNS: tuple[Column, ...] = (
     ("LLM calls", lambda r: number(r["llm_calls"], 0)),
-    ("tokens", lambda r: number(r["tokens"], 0)),
+    ("tokens", lambda r: number(r["tokens"], 0) + (f" ({number(r['estimated_tokens'], 0)} estimated)"
+                                                   if r.get("estimated_tokens") else "")),
     ("cost (USD)", lambda r: number(r["cost_usd"], 4)),
     ("verifier s", lambda r: number(r["verify_seconds"], 1)),
     ("correct kernels", lambda r: number(r["n_correct_kernels"], 0)),

@@ -2,7 +2,7 @@
 # Install the Debian packages named on the command line that are missing, when run as root on a
 # machine with apt-get (CI, a fresh container); otherwise say what is missing and carry on.
 # Used by the Makefile (libsleef-dev: SLEEF vector math for the CPU backend) and by
-# scripts/run_tests.sh (chromium for the report rendering test). Never fails the caller.
+# scripts/run_tests.sh (chromium, postgresql, libsleef-dev for the tests). Never fails the caller.
 set -uo pipefail
 missing=()
 for package in "$@"; do

@@ -18,6 +18,12 @@ for _key in [k for k in os.environ if k.startswith("EVOKERNEL_")]:
     del os.environ[_key]
 
 import pytest  # noqa: E402
+from hypothesis import settings as hypothesis_settings  # noqa: E402
+
+# Property tests check properties, not speed: no per-example deadline (a loaded CI machine made
+# 0.1 ms examples take 360 ms once and fail). Speed targets live in benchmarks/.
+hypothesis_settings.register_profile("evokernel", deadline=None)
+hypothesis_settings.load_profile("evokernel")
 
 
 def _has_gpu() -> bool:

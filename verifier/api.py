@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import shutil
-import tempfile
 import time
 from dataclasses import replace
-from pathlib import Path
 
 from kernelbench_npu.spec import TaskSpec
 from verifier.backends import get_backend
@@ -24,6 +21,7 @@ from verifier.gate_plan import plan_gates
 from verifier.gates.hack import static_gate
 from verifier.machine_peaks import machine_peaks
 from verifier.result import GateResult, SessionFacts, Verdict
+from verifier.sandbox.workspace import Workspace
 from verifier.seeds import derive_seed, new_master_seed
 from verifier.session import InfrastructureError, Secrets, Session
 from verifier.settings import VerifySettings
@@ -54,12 +52,12 @@ def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
         gate = GateResult("compile", False, problem.splitlines()[0][:300], time.perf_counter() - start, detail=problem)
         return _finish(started, Verdict(task.task_id, backend, code_sha, (hack, gate)))
     seed = settings.seed if settings.seed is not None else new_master_seed()
-    workdir = Path(tempfile.mkdtemp(prefix="evokernel-verify-"))
+    workspace = Workspace.create(settings.cache_dir, backend_impl.cache_entries(candidate_source))
     keys = Secrets(init_seed=derive_seed(seed, "init"), input_seed=derive_seed(seed, "inputs"),
                    child_nonce=secrets.token_hex(16), reference_nonce=secrets.token_hex(16))
     peaks = machine_peaks(backend, settings.threads).peaks if plan.runs("latency") else None
-    session = Session(task, candidate_source, backend, settings, workdir, keys, plan,
-                      task_source=backend_impl.correctness_task_source(task.source),
+    session = Session(task, candidate_source, backend, settings.with_(cache_dir=workspace.build_dir), workspace.root,
+                      keys, plan, task_source=backend_impl.correctness_task_source(task.source),
                       backend_context=backend_impl.compile_context(task), peaks=peaks)
     try:
         result = session.run_gates(hack)
@@ -70,7 +68,10 @@ def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
                           facts=SessionFacts(seed=seed))
     finally:
         session.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+        workspace.close(session.compile_report)
+    if session.child is not None:  # how the sandbox was isolated; "isolation unavailable: ..." warns
+        verdict = replace(verdict, warnings=session.child.isolation.warnings,
+                          facts=replace(verdict.facts, isolation=session.child.isolation.mechanism))
     return _finish(started, verdict)
 
 

@@ -14,9 +14,12 @@ results with NaN/Inf checks; vectorise explicitly (``#pragma omp simd``) instead
 exp/log/tanh/erf/... a source that includes ``<sleef.h>`` is linked with ``-lsleef`` (SLEEF, the
 vector math library PyTorch's own CPU kernels use; Debian's libsleef-dev), see :func:`link_flags`.
 
-Libraries are cached by the hash of (compiler, flags, source). Inside the sandbox the compile
-gate builds every source first and :func:`load_c` only loads (the sandbox forbids exec after
-compilation); outside it, :func:`load_c` compiles on demand into the cache.
+Libraries are cached by the hash of (compiler, flags, source): ``cpu/<key>/kernel.so`` plus
+``preprocessed.json``, the candidate's lines as the compiler preprocessed them (``-save-temps``,
+read by the build-policy checks of verifier.gates.hack_build) and the files it included. Inside
+the sandbox the compile gate builds every source first, into the verification's private build
+directory, and :func:`load_c` only loads (the sandbox forbids exec after compilation); outside
+it, :func:`load_c` compiles on demand into the cache.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -56,6 +60,8 @@ class BuildResult:
     diagnostics: str
     seconds: float
     cached: bool
+    preprocessed: str = ""  # the source's lines after preprocessing (line numbers kept)
+    includes: tuple[str, ...] = ()  # every file the preprocessor read
 
 
 def link_flags(source: str) -> tuple[str, ...]:
@@ -93,31 +99,55 @@ def _compiler_id() -> str:
     return _COMPILER_ID[0]
 
 
+def entry_dir(key: str) -> str:
+    """Where the library of source ``key`` lives under a build or cache directory."""
+    return f"cpu/{key}"
+
+
 def library_path(cache_dir: Path, source: str) -> Path:
-    key = source_key(source)
-    return Path(cache_dir) / "cpu" / key[:2] / f"{key}.so"
+    return Path(cache_dir) / entry_dir(source_key(source)) / "kernel.so"
 
 
 def build(source: str, cache_dir: Path, timeout_s: float = 120.0) -> BuildResult:
-    """Compile ``source`` into the cache (atomic rename), or reuse the cached library."""
+    """Compile ``source`` into the cache (atomic renames), or reuse the cached library."""
     start = time.perf_counter()
     target = library_path(cache_dir, source)
-    if target.is_file():
-        return BuildResult(True, str(target), "", time.perf_counter() - start, True)
+    record = target.with_name("preprocessed.json")
+    if target.is_file() and record.is_file():
+        return BuildResult(True, str(target), "", time.perf_counter() - start, True, *_read_record(record))
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
         src, out = Path(tmp) / "kernel.cpp", Path(tmp) / "kernel.so"
         src.write_text(source)
-        try:
-            proc = subprocess.run([COMPILER, *FLAGS, str(src), "-o", str(out), *link_flags(source)],
+        try:  # -save-temps: the compiler's own preprocessed text, for the build-policy checks
+            proc = subprocess.run([COMPILER, *FLAGS, "-save-temps", str(src), "-o", str(out), *link_flags(source)],
                                   capture_output=True, text=True, timeout=timeout_s, cwd=tmp)
         except subprocess.TimeoutExpired:
             return BuildResult(False, "", f"compiler timed out after {timeout_s:.0f} s",
                                time.perf_counter() - start, False)
         if proc.returncode != 0:
             return BuildResult(False, "", trim_diagnostics(proc.stderr, tmp), time.perf_counter() - start, False)
+        preprocessed, includes = _preprocessed(Path(tmp))
+        staged = Path(tmp) / "preprocessed.json"
+        staged.write_text(json.dumps({"text": preprocessed, "includes": includes}))
+        os.replace(staged, record)
         os.replace(out, target)
-    return BuildResult(True, str(target), "", time.perf_counter() - start, False)
+    return BuildResult(True, str(target), "", time.perf_counter() - start, False, preprocessed, includes)
+
+
+def _preprocessed(build_tmp: Path) -> tuple[str, tuple[str, ...]]:
+    from verifier.gates.hack_build import candidate_lines
+
+    found = sorted(build_tmp.glob("*.ii"))
+    return candidate_lines(found[0].read_text(errors="replace")) if found else ("", ())
+
+
+def _read_record(record: Path) -> tuple[str, tuple[str, ...]]:
+    try:
+        data = json.loads(record.read_text())
+        return str(data.get("text", "")), tuple(str(p) for p in data.get("includes", ()))
+    except (OSError, ValueError, AttributeError):
+        return "", ()
 
 
 def trim_diagnostics(text: str, build_dir: str = "", max_lines: int = 25) -> str:

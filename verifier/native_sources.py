@@ -23,7 +23,7 @@ class SourceExtractionError(ValueError):
 class NativeSource:
     loader: str  # "load_c" | "load_inline"
     line: int
-    code: str  # the C/C++ text (for load_inline: cpp_sources joined)
+    code: str  # the C/C++ text (for load_inline: cpp_sources, then cuda_sources, joined)
     inline_args: tuple[tuple[str, object], ...] = ()  # load_inline keyword arguments (resolved)
 
 
@@ -107,8 +107,8 @@ def extract(source: str) -> tuple[NativeSource, ...]:
                 kwargs = {kw.arg: resolve_static(kw.value, consts) for kw in node.keywords if kw.arg}
                 for name, arg in zip(INLINE_POSITIONAL, node.args):
                     kwargs[name] = resolve_static(arg, consts)
-                cpp = kwargs.get("cpp_sources", "")
-                code = "\n".join(cpp) if isinstance(cpp, list) else str(cpp)
+                parts = [kwargs.get("cpp_sources") or "", kwargs.get("cuda_sources") or ""]
+                code = "\n".join(text for text in ("\n".join(p) if isinstance(p, list) else str(p) for p in parts) if text)
                 found.append(NativeSource("load_inline", node.lineno, code, tuple(sorted(kwargs.items(), key=lambda kv: kv[0]))))
         except SourceExtractionError as exc:
             raise SourceExtractionError(f"line {node.lineno}: {loader}: {exc} (pass a string literal or a "

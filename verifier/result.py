@@ -47,6 +47,7 @@ class SessionFacts:
     seccomp: bool = False  # the no-exec/no-signal filter was on while candidate code ran
     seccomp_off_reason: str = ""  # why not, when the backend must start processes (see Backend)
     skipped_trials: int = 0  # correctness trials whose reference is non-finite for that distribution
+    isolation: str = ""  # how the sandbox processes were confined (e.g. "landlock abi 7, uid 64000")
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class Verdict:
     infrastructure_error: str = ""  # non-empty: the verifier itself failed (retryable), not the candidate
     seconds: float = 0.0  # wall clock of the whole verification, static checks to the last gate
     facts: SessionFacts = field(default_factory=SessionFacts, compare=False)
+    warnings: tuple[str, ...] = ()  # for the user, not the LLM: e.g. "isolation unavailable: <why>"
 
     @property
     def passed(self) -> bool:
@@ -93,4 +95,5 @@ class Verdict:
             ],
             "latency": asdict(self.latency) if self.latency else None,
             "feedback": self.feedback,
+            "warnings": list(self.warnings),
         }

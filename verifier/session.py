@@ -26,6 +26,7 @@ from verifier.gate_plan import GatePlan, is_unavailable
 from verifier.gates import compile as compile_gate
 from verifier.gates.correctness import Tolerance, check_trials
 from verifier.gates.hack import runtime_failure
+from verifier.gates.hack_build import policy_gate
 from verifier.gates.latency import latency_gate, summarise, validate_times
 from verifier.result import GateResult, LatencyResult, SessionFacts
 from verifier.roofline import MachinePeaks, Workload
@@ -84,7 +85,8 @@ class Session:
             compile_timeout_s=settings.compile_timeout_s, timeout_s=settings.timeout_s,
             latency_rounds=settings.latency_rounds, calls_per_round=settings.calls_per_round,
             warmup_calls=settings.warmup_calls, memory_limit_mb=settings.memory_limit_mb,
-            file_size_limit_mb=settings.file_size_limit_mb)
+            file_size_limit_mb=settings.file_size_limit_mb,
+            disabled_checks=tuple(settings.disabled_checks))
         self.tol = Tolerance(task.atol, task.rtol, settings.trivial_margin)
         self.child: SandboxProcess | None = None
         self.ref: SandboxProcess | None = None
@@ -93,6 +95,7 @@ class Session:
         self.workload: Workload | None = None  # counted by the reference worker, for the roofline
         self.ref_error = ""
         self.facts = SessionFacts()
+        self.compile_report: msg.CompileReport | None = None  # artifact hashes for the compile cache
         self.latency: LatencyResult | None = None
         self.runtime_deadline = 0.0
 
@@ -200,6 +203,9 @@ class Session:
         if not isinstance(report, msg.CompileReport):
             return runtime_failure(f"unexpected {report.KIND} message before the compile report", 0.0)
         self.facts = replace(self.facts, compile_cached=report.cached, compile_s=report.seconds)
+        self.compile_report = report
+        if report.policy:  # build-policy findings on what was built: a hack failure
+            return policy_gate(list(report.policy), time.perf_counter() - start)
         if not report.ok or not self.plan.runs("correctness"):  # without correctness the child stops here
             return compile_gate.compile_gate(report, None, time.perf_counter() - start)
         load = self._await(msg.LoadReport, "compile", "import and construction of ModelNew",

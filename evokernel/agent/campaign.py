@@ -10,14 +10,13 @@ evokernel.agent.step).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Callable, Sequence
 
 from evokernel.agent import rewards
 from evokernel.agent.context import AgentContext
 from evokernel.agent.distill import commit_distillation, distill_request
-from evokernel.agent.retrieval import sql
 from evokernel.agent.runtime import Runtime
 from evokernel.agent.state import StepOutcome, TaskState, replay
 from evokernel.agent.step import candidate_code, commit_step, complete_attempt, outcome_from_row, prepare_step
@@ -58,8 +57,8 @@ def plan_tasks(build: Build, task_ids: Sequence[str] = (), order: str = "level")
 def record_campaign(ctx: AgentContext, build: Build, status: str) -> None:
     """Append the campaign's current state (running at start, finished at the end)."""
     now = datetime.now(timezone.utc)
-    previous = ctx.lake.query(sql("campaign_state"), {"campaign_id": ctx.campaign_id}).to_pylist()
-    started = previous[0]["started_at"] if previous else now
+    previous = ctx.lake.campaign_state(ctx.campaign_id)
+    started = previous.started_at if previous else now
     ctx.lake.append("campaigns", [{
         "campaign_id": ctx.campaign_id, "build_hash": build.build_hash, "backend": ctx.backend,
         "model": ctx.model, "method": ctx.policy.name,
@@ -71,10 +70,9 @@ def record_campaign(ctx: AgentContext, build: Build, status: str) -> None:
 
 def resume_task(ctx: AgentContext, task: TaskSpec) -> TaskState:
     """Rebuild a task's state from the lake and complete its last committed step if needed."""
-    rows = ctx.lake.query(sql("task_attempts"), {"campaign_id": ctx.campaign_id, "task_id": task.task_id}).to_pylist()
+    rows = [asdict(a) for a in ctx.lake.task_attempts(ctx.campaign_id, task.task_id)]
     if rows:  # only the last committed step can have missing side effects; completing is idempotent
-        full = ctx.lake.query(sql("attempt_row"), {"attempt_id": rows[-1]["attempt_id"]}).to_pylist()[0]
-        trace_id = complete_attempt(ctx, task, full)
+        trace_id = complete_attempt(ctx, task, ctx.lake.attempt_row(rows[-1]["attempt_id"]).as_dict())
         rows[-1] = {**rows[-1], "trace_item_id": trace_id}
     outcomes = [outcome_from_row(row, row["trace_item_id"]) for row in rows]
     return replay(task.task_id, outcomes, ctx.policy, replay_refine_stats(ctx))
@@ -83,8 +81,8 @@ def resume_task(ctx: AgentContext, task: TaskSpec) -> TaskState:
 def replay_refine_stats(ctx: AgentContext) -> rewards.RunningStats:
     """The campaign's refining-reward normaliser, rebuilt from its committed attempts."""
     stats = rewards.RunningStats()
-    for row in ctx.lake.query(sql("refine_rewards"), {"campaign_id": ctx.campaign_id}).to_pylist():
-        stats = stats.add(float(row["reward"]))
+    for reward in ctx.lake.refine_rewards(ctx.campaign_id):
+        stats = stats.add(reward)
     return stats
 
 

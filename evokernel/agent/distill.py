@@ -12,19 +12,18 @@ import uuid
 from datetime import datetime, timezone
 
 from evokernel.agent.context import AgentContext
-from evokernel.agent.retrieval import sql
 from evokernel.llm.base import Completion, LLMRequest
 from evokernel.prompts import AttemptSummary, build_distill_prompt, parse_distillation
 from kernelbench_npu.spec import TaskSpec
 from memory_lake import NewItem
+from memory_lake.reads import TaskAttempt
 
 
 def distill_request(ctx: AgentContext, task: TaskSpec) -> LLMRequest | None:
     """The distillation request for a finished task; None if distilled already or never attempted."""
-    params = {"campaign_id": ctx.campaign_id, "task_id": task.task_id}
-    if ctx.lake.query(sql("distilled_for_task"), params).num_rows:
+    if ctx.lake.distilled_for_task(ctx.campaign_id, task.task_id):
         return None
-    rows = ctx.lake.query(sql("task_attempts"), params).to_pylist()
+    rows = ctx.lake.task_attempts(ctx.campaign_id, task.task_id)
     if not rows:
         return None
     prompt = build_distill_prompt(task, [_summary(row) for row in rows])
@@ -34,14 +33,15 @@ def distill_request(ctx: AgentContext, task: TaskSpec) -> LLMRequest | None:
 
 def commit_distillation(ctx: AgentContext, task: TaskSpec, completion: Completion) -> tuple[str, ...]:
     """Record the call and store the distilled items; returns their ids."""
-    rows = ctx.lake.query(sql("task_attempts"), {"campaign_id": ctx.campaign_id, "task_id": task.task_id}).to_pylist()
+    rows = ctx.lake.task_attempts(ctx.campaign_id, task.task_id)
     ctx.lake.append("llm_calls", [{
         "call_id": uuid.uuid4().hex, "campaign_id": ctx.campaign_id, "task_id": task.task_id,
         "purpose": "distill", "model": completion.model, "input_tokens": completion.input_tokens,
         "output_tokens": completion.output_tokens, "cost_usd": completion.cost_usd,
+        "tokens_estimated": completion.tokens_estimated,
         "seconds": completion.seconds, "created_at": datetime.now(timezone.utc),
     }])
-    last_attempt = rows[-1]["attempt_id"]
+    last_attempt = rows[-1].attempt_id
     items = [
         NewItem(item_id=f"{d.kind}/{ctx.campaign_id}/{task.task_id}/{i}", kind=d.kind, backend=ctx.backend,
                 task_id=task.task_id, category=task.category, title=d.title, body=d.body, code="",
@@ -51,9 +51,9 @@ def commit_distillation(ctx: AgentContext, task: TaskSpec, completion: Completio
     return tuple(ctx.lake.add_items(items)) if items else ()
 
 
-def _summary(row: dict) -> AttemptSummary:
+def _summary(attempt: TaskAttempt) -> AttemptSummary:
     return AttemptSummary(
-        iteration=int(row["iteration"]), stage="draft" if int(row["stage"]) == 1 else "refine",
-        feasible=bool(row["feasible"]), feedback=row["feedback"] or "", code=row["code"],
-        latency_ms=row["candidate_ms"], speedup=row["speedup"],
+        iteration=attempt.iteration, stage="draft" if attempt.stage == 1 else "refine",
+        feasible=bool(attempt.feasible), feedback=attempt.feedback or "", code=attempt.code,
+        latency_ms=attempt.candidate_ms, speedup=attempt.speedup,
     )

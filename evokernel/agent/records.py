@@ -54,7 +54,8 @@ def attempt_row(*, attempt_id: str, campaign_id: str, task: TaskSpec, stage: int
         **roofline_columns(latency.roofline if latency else None),
         "reward": scored.reward, "reward_normalized": scored.reward_normalized,
         "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
-        "cost_usd": completion.cost_usd, "llm_seconds": completion.seconds,
+        "cost_usd": completion.cost_usd, "tokens_estimated": completion.tokens_estimated,
+        "llm_seconds": completion.seconds,
         "verify_seconds": verify_seconds,
         "created_at": datetime.now(timezone.utc),
     }

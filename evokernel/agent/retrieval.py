@@ -10,22 +10,13 @@ a prompt (retrieved, recorded, a child or the start point itself) is a memory_la
 from __future__ import annotations
 
 import random
-from functools import lru_cache
-from importlib.resources import files
 
 from evokernel.agent.context import AgentContext, seed_for
 from evokernel.agent.state import StartPoint, TaskState
 from kernelbench_npu.spec import TaskSpec
 from memory_lake import RetrievalRequest, RetrievedItem
 
-_SQL = files("evokernel.agent") / "sql"
 CHILDREN_SHOWN = 3
-
-
-@lru_cache(maxsize=None)
-def sql(name: str) -> str:
-    """The text of evokernel/agent/sql/<name>.sql (read once per process)."""
-    return (_SQL / f"{name}.sql").read_text()
 
 
 def choose_start_point(ctx: AgentContext, state: TaskState, attempt_id: str) -> StartPoint:
@@ -42,12 +33,12 @@ def choose_start_point(ctx: AgentContext, state: TaskState, attempt_id: str) -> 
 
 
 def gather_context(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPoint | None,
-                   attempt_id: str) -> tuple[RetrievedItem, ...]:
+                   attempt_id: str, record: bool = True) -> tuple[RetrievedItem, ...]:
     if not ctx.policy.uses_memory:
         return ()
-    recorded = ctx.lake.query(sql("retrieved_for_attempt"), {"attempt_id": attempt_id}).to_pylist()
-    if recorded:
-        return tuple(RetrievedItem(**row) for row in recorded)
+    recorded = ctx.lake.retrieved_for_attempt(attempt_id)
+    if recorded:  # a resumed step shows what was retrieved before
+        return recorded
     request = RetrievalRequest(
         attempt_id=attempt_id, task_id=task.task_id, task_text=f"{task.name} {task.category}\n{task.source}",
         category=task.category, backend=ctx.backend, stage=stage, n=ctx.settings.retrieval_n,
@@ -56,24 +47,26 @@ def gather_context(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPo
         kinds=None if stage == 1 else ("trace", "best_practice"), include_templates=stage == 1,
         exclude_item_ids=(start.item_id,) if start else (),
     )
-    return tuple(ctx.lake.retrieve(request))
+    return tuple(ctx.lake.retrieve(request, record=record))
 
 
 def start_item(ctx: AgentContext, start: StartPoint, task_id: str) -> RetrievedItem:
     """The start point as shown in the refine prompt, with its current Q2."""
     q2 = ctx.lake.current_q([start.item_id], 2).get(start.item_id, ctx.settings.q_init)
-    return RetrievedItem(item_id=start.item_id, kind="trace", title=f"start point (iteration {start.iteration})",
+    measured = (f": {start.latency_ms:.4g} ms" if start.latency_ms is not None else ": not timed") + \
+        (f", {start.speedup:.2f}x vs reference" if start.speedup is not None else "")
+    return RetrievedItem(item_id=start.item_id, kind="trace", title=f"start point (iteration {start.iteration}){measured}",
                          body="", code=start.code, task_id=task_id, rank=0, similarity=0.0, q_value=q2,
                          explored=False, strategy="start")
 
 
 def children_of(ctx: AgentContext, start: StartPoint) -> tuple[RetrievedItem, ...]:
     """The start point's refinements with their results ("observable child nodes"), with their Q2."""
-    rows = ctx.lake.query(sql("children_of"), {"parent_item_id": start.item_id, "limit": CHILDREN_SHOWN}).to_pylist()
-    q2 = ctx.lake.current_q([r["item_id"] for r in rows], 2) if rows else {}
+    children = ctx.lake.children_of(start.item_id, CHILDREN_SHOWN)
+    q2 = ctx.lake.current_q([c.item_id for c in children], 2) if children else {}
     return tuple(
-        RetrievedItem(item_id=r["item_id"], kind=r["kind"], title=r["title"] or "", body=r["body"] or "",
-                      code=r["code"] or "", task_id=r["task_id"], rank=rank, similarity=0.0,
-                      q_value=q2.get(r["item_id"], ctx.settings.q_init), explored=False, strategy="child")
-        for rank, r in enumerate(rows)
+        RetrievedItem(item_id=c.item_id, kind=c.kind, title=c.title or "", body=c.body or "", code=c.code or "",
+                      task_id=c.task_id, rank=rank, similarity=0.0, q_value=q2.get(c.item_id, ctx.settings.q_init),
+                      explored=False, strategy="child")
+        for rank, c in enumerate(children)
     )

@@ -18,13 +18,11 @@ from pathlib import Path
 
 from evokernel.agent.context import AgentContext
 from evokernel.agent.methods import method_policy
-from evokernel.agent.retrieval import sql
 from evokernel.config import Settings
 from evokernel.llm.base import LLM
 from evokernel.llm.registry import make_llm
 from kernelbench_npu.spec import Build, load_build
 from memory_lake import Lake
-from memory_lake.storage import META_FILE as LAKE_META
 from verifier.backends import get_backend
 from verifier.backends.base import Backend
 from verifier.settings import VerifySettings
@@ -62,11 +60,12 @@ def campaign_backend(settings: Settings, build: Build) -> str:
     return build.backend
 
 
-def open_lake(root: Path, backend: Backend) -> Lake:
-    """Open the lake, or create it seeded with the backend's API templates."""
-    if (Path(root) / LAKE_META).exists():
-        return Lake.open(root)
-    return Lake.create(root, backend.name, seed_items=backend.seed_items())
+def open_lake(uri: str | Path, backend: Backend) -> Lake:
+    """Open the lake (a directory or a ``ducklake:`` URI), or create it seeded with the backend's API
+    templates (the seed items are only built when the lake is new)."""
+    if Lake.exists(uri):
+        return Lake.open(uri)
+    return Lake.open_or_create(uri, backend.name, backend.seed_items())
 
 
 def verify_settings(settings: Settings) -> VerifySettings:
@@ -82,10 +81,14 @@ def open_runtime(settings: Settings, campaign_id: str | None = None) -> Runtime:
     lake = open_lake(settings.lake, backend)
     campaign_id = campaign_id or default_campaign_id(settings.method, llm.model)
     _check_resumable(lake, campaign_id, build, settings, llm.model)
-    ctx = AgentContext(campaign_id=campaign_id, settings=settings, policy=method_policy(settings.method), lake=lake,
-                       model=llm.model, backend=backend.name, scaffold=backend.scaffold(None),
-                       fence_language=backend.fence_language)
+    ctx = agent_context(settings, backend, lake, llm.model, campaign_id)
     return Runtime(ctx=ctx, build=build, llm=llm, verify_settings=verify_settings(settings))
+
+
+def agent_context(settings: Settings, backend: Backend, lake: Lake, model: str, campaign_id: str) -> AgentContext:
+    return AgentContext(campaign_id=campaign_id, settings=settings, policy=method_policy(settings.method), lake=lake,
+                        model=model, backend=backend.name, scaffold=backend.scaffold(None),
+                        fence_language=backend.fence_language)
 
 
 _RUNTIMES: dict[tuple[str, str], Runtime] = {}
@@ -114,12 +117,11 @@ def close_runtime(runtime: Runtime) -> None:
 
 
 def _check_resumable(lake: Lake, campaign_id: str, build: Build, settings: Settings, model: str) -> None:
-    rows = lake.query(sql("campaign_state"), {"campaign_id": campaign_id}).to_pylist()
-    if not rows:
+    state = lake.campaign_state(campaign_id)
+    if state is None:
         return
-    row = rows[0]
     for field, want in (("build_hash", build.build_hash), ("method", settings.method), ("model", model),
                         ("backend", build.backend)):
-        if row[field] != want:
-            raise CampaignError(f"campaign {campaign_id!r} exists with {field}={row[field]!r}; "
+        if getattr(state, field) != want:
+            raise CampaignError(f"campaign {campaign_id!r} exists with {field}={getattr(state, field)!r}; "
                                 f"cannot resume it with {field}={want!r} (use a new --campaign-id)")

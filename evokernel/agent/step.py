@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from evokernel.agent import rewards
 from evokernel.agent.context import AgentContext, attempt_id_for, trace_item_id_for
 from evokernel.agent.records import Scored, attempt_row, trace_item
-from evokernel.agent.retrieval import children_of, choose_start_point, gather_context, sql, start_item
+from evokernel.agent.retrieval import children_of, choose_start_point, gather_context, start_item
 from evokernel.agent.state import StartPoint, StepOutcome, TaskState
 from evokernel.llm.base import Completion, LLMRequest
-from evokernel.prompts import CodeExtraction, build_draft_prompt, build_refine_prompt, extract_code
+from evokernel.prompts import (CodeExtraction, Prompt, SectionSize, build_draft_prompt, build_refine_prompt,
+                               extract_code)
 from kernelbench_npu.spec import TaskSpec
 from memory_lake import RetrievedItem, ValueUpdate
 from verifier.result import Verdict
@@ -42,17 +43,20 @@ class StepPlan:
     request: LLMRequest
     incumbent: rewards.PairedSpeedup | None  # the task's best paired speedup before this step
     refine_stats: rewards.RunningStats  # the refining-reward normaliser before this step
+    prompt_sections: tuple[SectionSize, ...] = ()  # the size of each section of the request's prompt
 
 
-def prepare_step(ctx: AgentContext, task: TaskSpec, state: TaskState) -> StepPlan:
+def prepare_step(ctx: AgentContext, task: TaskSpec, state: TaskState, record: bool = True) -> StepPlan:
+    """Choose, retrieve and build the request; ``record=False`` (``evokernel prompt``) writes nothing."""
     iteration = state.iterations_done
     attempt_id = attempt_id_for(ctx.campaign_id, task.task_id, iteration)
     stage = state.stage(ctx.policy)
     start = choose_start_point(ctx, state, attempt_id) if stage == 2 else None
-    context = gather_context(ctx, task, stage, start, attempt_id)
+    context = gather_context(ctx, task, stage, start, attempt_id, record)
+    prompt = _prompt(ctx, task, stage, start, context, state)
     return StepPlan(task=task, attempt_id=attempt_id, iteration=iteration, stage=stage, start=start,
-                    context=context, request=_request(ctx, task, stage, start, context, state),
-                    incumbent=state.best, refine_stats=state.refine_stats)
+                    context=context, request=_request(ctx, task, stage, prompt, state),
+                    incumbent=state.best, refine_stats=state.refine_stats, prompt_sections=prompt.sections)
 
 
 def candidate_code(ctx: AgentContext, completion: Completion) -> CodeExtraction:
@@ -75,13 +79,15 @@ def commit_step(ctx: AgentContext, plan: StepPlan, completion: Completion, verdi
     return outcome_from_row(row, complete_attempt(ctx, plan.task, row))
 
 
-def _request(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPoint | None,
-             context: tuple[RetrievedItem, ...], state: TaskState) -> LLMRequest:
+def _prompt(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPoint | None,
+            context: tuple[RetrievedItem, ...], state: TaskState) -> Prompt:
     if stage == 1:
-        prompt = build_draft_prompt(task, ctx.scaffold, context, state.last_feedback)
-    else:
-        prompt = build_refine_prompt(task, ctx.scaffold, start_item(ctx, start, task.task_id), children_of(ctx, start),
-                                     context, state.best_ms, state.last_feedback)
+        return build_draft_prompt(task, ctx.scaffold, context, state.last_feedback)
+    return build_refine_prompt(task, ctx.scaffold, start_item(ctx, start, task.task_id), children_of(ctx, start),
+                               context, state.best_ms, state.last_feedback)
+
+
+def _request(ctx: AgentContext, task: TaskSpec, stage: int, prompt: Prompt, state: TaskState) -> LLMRequest:
     # call_index: the position of this call among the task's calls of its stage, so a scripted
     # provider replays deterministically after a resume (drafts come first, then refinements).
     first_refine = (state.first_feasible_iteration or 0) + 1
@@ -109,7 +115,7 @@ def complete_attempt(ctx: AgentContext, task: TaskSpec, row: dict) -> str | None
     trace_id = None
     if row["code"]:
         trace_id = trace_item_id_for(row["attempt_id"])
-        if not ctx.lake.query(sql("item_exists"), {"item_id": trace_id}).num_rows:
+        if not ctx.lake.item_exists(trace_id):
             ctx.lake.add_items([trace_item(trace_id, row, task)])
     if ctx.policy.learns_values:
         _apply_value_updates(ctx, row)
@@ -119,10 +125,8 @@ def complete_attempt(ctx: AgentContext, task: TaskSpec, row: dict) -> str | None
 def _apply_value_updates(ctx: AgentContext, row: dict) -> None:
     """Q1 for every retrieved item (drafting); Q2 for the start point and retrieved items (refining)."""
     stage, attempt_id = int(row["stage"]), row["attempt_id"]
-    done = {(r["item_id"], r["stage"]) for r in ctx.lake.query(sql("updates_for_attempt"),
-                                                               {"attempt_id": attempt_id}).to_pylist()}
-    retrieved = [r["item_id"] for r in ctx.lake.query(sql("retrieved_for_attempt"),
-                                                       {"attempt_id": attempt_id}).to_pylist()]
+    done = ctx.lake.updates_for_attempt(attempt_id)
+    retrieved = [item.item_id for item in ctx.lake.retrieved_for_attempt(attempt_id)]
     targets = retrieved + ([row["start_point_item_id"]] if stage == 2 and row["start_point_item_id"] else [])
     updates = [
         ValueUpdate(item_id=item_id, stage=stage, reward=row["reward_normalized"], alpha=ctx.settings.alpha,

@@ -1,7 +1,8 @@
 """``anthropic:MODEL`` through the official anthropic SDK (Messages API).
 
 The SDK's own retries are off; :mod:`evokernel.llm.retry` is the only policy. Stop reasons are
-normalised: ``end_turn``/``stop_sequence`` -> "stop", ``max_tokens`` -> "length".
+normalised: ``end_turn``/``stop_sequence`` -> "stop", ``max_tokens`` -> "length". Tokens come from
+the answer's usage, cache reads and writes included (see :mod:`evokernel.llm.usage`).
 The request's temperature is sent only where the installed SDK still accepts one (anthropic 2.x
 dropped the parameter from ``messages.create``; the models then sample at their default).
 """
@@ -14,9 +15,9 @@ from typing import Callable
 
 from evokernel.llm.base import Completion, LLMRequest
 from evokernel.llm.errors import RetryableLLMError, translate_sdk_errors
-from evokernel.llm.openai_provider import RawAnswer, finish_completion
 from evokernel.llm.pricing import PriceTable
 from evokernel.llm.retry import RetryPolicy, call_with_retries
+from evokernel.llm.usage import RawAnswer, anthropic_usage, finish_completion
 
 _STOP_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "length"}
 
@@ -41,15 +42,13 @@ class AnthropicProvider:
             params["temperature"] = req.temperature
         response = translate_sdk_errors(lambda: self._client.messages.create(**params))
         content = getattr(response, "content", None)
-        usage = getattr(response, "usage", None)
-        if content is None or usage is None:
-            raise RetryableLLMError(f"malformed response: no content or usage in the answer from {self.spec}")
+        if content is None:
+            raise RetryableLLMError(f"malformed response: no content in the answer from {self.spec}")
         text = "".join(block.text for block in content if getattr(block, "type", None) == "text")
         stop = getattr(response, "stop_reason", None) or "unknown"
         return RawAnswer(
-            text=text, input_tokens=usage.input_tokens, output_tokens=usage.output_tokens,
+            text=text, usage=anthropic_usage(getattr(response, "usage", None), req.system + req.prompt, text),
             finish_reason=_STOP_REASONS.get(stop, stop), model=getattr(response, "model", None) or self.model,
-            tokens_estimated=False,
         )
 
     def complete(self, req: LLMRequest) -> Completion:

@@ -1,6 +1,7 @@
 """``openai:MODEL`` and ``openai-compatible:MODEL@BASE_URL`` through the official openai SDK.
 
 Chat Completions API (served by OpenAI and by vLLM, Ollama, llama.cpp server, DeepSeek...).
+Tokens and cost come from the answer's usage (see :mod:`evokernel.llm.usage`).
 The SDK's own retries are off; :mod:`evokernel.llm.retry` is the only policy. For OpenAI
 itself the output limit is sent as ``max_completion_tokens`` and reasoning models (o-series,
 gpt-5) get no temperature (they reject one); compatible servers get the classic ``max_tokens``.
@@ -9,36 +10,15 @@ gpt-5) get no temperature (they reject one); compatible servers get the classic 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Callable
 
-from evokernel.llm.base import Completion, LLMRequest, estimate_tokens
+from evokernel.llm.base import Completion, LLMRequest
 from evokernel.llm.errors import RetryableLLMError, translate_sdk_errors
 from evokernel.llm.pricing import PriceTable
 from evokernel.llm.retry import RetryPolicy, call_with_retries
+from evokernel.llm.usage import RawAnswer, finish_completion, openai_usage
 
 _REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
-
-
-@dataclass(frozen=True)
-class RawAnswer:
-    """One successful API answer before accounting (shared with the Anthropic provider)."""
-
-    text: str
-    input_tokens: int
-    output_tokens: int
-    finish_reason: str
-    model: str
-    tokens_estimated: bool
-
-
-def finish_completion(raw: RawAnswer, *, retries: int, seconds: float, prices: PriceTable) -> Completion:
-    cost = prices.cost(raw.model, raw.input_tokens, raw.output_tokens)
-    return Completion(
-        text=raw.text, input_tokens=raw.input_tokens, output_tokens=raw.output_tokens,
-        cost_usd=cost.usd, seconds=seconds, model=raw.model, finish_reason=raw.finish_reason,
-        retries=retries, cost_known=cost.known, tokens_estimated=raw.tokens_estimated,
-    )
 
 
 class OpenAIProvider:
@@ -71,15 +51,10 @@ class OpenAIProvider:
         if not choices or getattr(choices[0], "message", None) is None:
             raise RetryableLLMError(f"malformed response: no choices in the answer from {self.spec}")
         text = choices[0].message.content or ""
-        usage = getattr(response, "usage", None)
-        estimated = usage is None or usage.prompt_tokens is None or usage.completion_tokens is None
         return RawAnswer(
-            text=text,
-            input_tokens=estimate_tokens(req.system + req.prompt) if estimated else usage.prompt_tokens,
-            output_tokens=estimate_tokens(text) if estimated else usage.completion_tokens,
+            text=text, usage=openai_usage(getattr(response, "usage", None), req.system + req.prompt, text),
             finish_reason=choices[0].finish_reason or "unknown",
             model=getattr(response, "model", None) or self.model,
-            tokens_estimated=estimated,
         )
 
     def complete(self, req: LLMRequest) -> Completion:

@@ -8,10 +8,11 @@ Templates are text files in ``evokernel/prompts/templates/`` (package data) rend
 from evokernel.prompts.build import build_distill_prompt, build_draft_prompt, build_refine_prompt
 from evokernel.prompts.distill import parse_distillation
 from evokernel.prompts.extract import extract_code
+from evokernel.prompts.budget import SectionSize
 from evokernel.prompts.types import AttemptSummary, CodeExtraction, ContextItem, DistilledItem, Prompt
 
 __all__ = [
-    "Prompt", "ContextItem", "AttemptSummary", "DistilledItem", "CodeExtraction",
+    "Prompt", "SectionSize", "ContextItem", "AttemptSummary", "DistilledItem", "CodeExtraction",
     "build_draft_prompt", "build_refine_prompt", "build_distill_prompt", "parse_distillation",
     "extract_code",
 ]

@@ -1,14 +1,17 @@
 """Render the draft, refine and distill prompts from the templates in ``templates/``.
 
 Each prompt holds the task source, the backend scaffold, the retrieved items (labelled with
-their kind and value), the last verifier feedback and the answer format. Long item bodies,
-code and feedback are capped so a prompt stays concise; the task source is never cut.
+their kind and value), the last verifier feedback and the answer format. Each piece of text
+appears once (see :mod:`evokernel.prompts.dedup`); every section but the task source and the
+system rules has a size budget (:mod:`evokernel.prompts.budget`) and long item bodies and code are
+capped, the cuts stated where they happen. A built :class:`Prompt` carries its section sizes.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib.resources import files
 from string import Template
@@ -16,15 +19,22 @@ from typing import Sequence
 
 from kernelbench_npu.spec import TaskSpec
 
+from evokernel.prompts.budget import SECTION_BUDGETS, BlockSection, Fitted, SectionSize, fit_text
+from evokernel.prompts.dedup import ShownTexts
+from evokernel.prompts.shaping import compact_ok_lines, without_worked_example
 from evokernel.prompts.types import AttemptSummary, ContextItem, Prompt
 
 MAX_ITEM_BODY = 1500
 MAX_ITEM_CODE = 4000
-MAX_FEEDBACK = 2000
 MAX_DISTILL_FEEDBACK = 400
 MAX_DISTILL_CODE = 3000
 KIND_LABELS = {"api_template": "API template", "experience": "experience",
                "trace": "generation trace", "best_practice": "best practice"}
+NO_ITEMS = "(no memory items yet)"
+NO_FEEDBACK = "(none: this is the first attempt)"
+FEEDBACK_LABEL = "the verifier feedback on your previous attempt (below)"
+_FIELD = {"reference program": "source", "backend scaffold": "scaffold", "start point": "start_point",
+          "earlier refinements": "children", "retrieved memory": "context", "verifier feedback": "feedback"}
 
 
 @lru_cache(maxsize=None)
@@ -48,32 +58,57 @@ def _q(value: float) -> str:
     return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:+.2f}"
 
 
-def render_item(item: ContextItem, number: int) -> str:
+@dataclass(frozen=True)
+class _Rendered:
+    block: str
+    collapsed: bool  # a one-line reference to text shown earlier
+
+
+def render_item(item: ContextItem, number: int, shown: ShownTexts) -> _Rendered:
+    """An item in full, or a one-line reference when its text is already in the prompt."""
     kind = KIND_LABELS.get(item.kind, item.kind)
-    parts = [f"### {number}. [{kind}] {item.title.strip()} (Q = {_q(item.q_value)})"]
+    head = f"### {number}. [{kind}] {item.title.strip()} (Q = {_q(item.q_value)})"
+    code = item.code if item.code and item.code.strip() else None
+    if shown.in_scaffold(item.body, code):
+        return _Rendered(f"{head}: already in the backend scaffold above; not repeated.", True)
+    if code and (where := shown.where(code)):
+        return _Rendered(f"{head}: same code as {where}; not repeated.", True)
+    body_where = shown.where(item.body)
+    if not code and body_where:
+        return _Rendered(f"{head}: same text as {body_where}; not repeated.", True)
+    parts = [head]
     if item.body and item.body.strip():
-        parts.append(_cap(item.body, MAX_ITEM_BODY))
-    if item.code and item.code.strip():
-        parts.append(fenced(_cap(item.code, MAX_ITEM_CODE)))
-    return "\n".join(parts)
+        parts.append(f"(Same text as {body_where}; not repeated.)" if body_where
+                     else _cap(compact_ok_lines(item.body), MAX_ITEM_BODY))
+    if code:
+        parts.append(_code(code, shown))
+    return _Rendered("\n".join(parts), False)
 
 
-def render_items(items: Sequence[ContextItem], empty: str) -> str:
-    return "\n\n".join(render_item(item, i) for i, item in enumerate(items, 1)) if items else empty
+def _code(code: str, shown: ShownTexts) -> str:
+    """The item's code, or a diff against the closest code already shown when much shorter."""
+    closest = shown.closest_diff(code)
+    if closest is None:
+        return fenced(_cap(code, MAX_ITEM_CODE))
+    label, diff = closest
+    return f"Code: {label} with these changes:\n{fenced(diff, 'diff')}"
 
 
-def _feedback(last_feedback: str | None) -> str:
+def _item_section(name: str, items: Sequence[ContextItem], label: str, shown: ShownTexts, empty: str) -> Fitted:
+    """Items rendered in order within the section's budget; what is kept is registered as shown."""
+    section = BlockSection(name)
+    for number, item in enumerate(items, 1):
+        if section.offer((rendered := render_item(item, number, shown)).block, rendered.collapsed) \
+                and not rendered.collapsed:
+            shown.add_code(item.code, f"{label} {number}")
+            shown.add(item.body, f"{label} {number}")
+    return section.fitted(empty)
+
+
+def _feedback(last_feedback: str | None) -> Fitted:
     if not last_feedback or not last_feedback.strip():
-        return "(none: this is the first attempt)"
-    return _cap(last_feedback, MAX_FEEDBACK)
-
-
-def _task_fields(task: TaskSpec, scaffold: str) -> dict[str, object]:
-    return {
-        "task_id": task.task_id, "level": task.level, "category": task.category,
-        "backend": task.variant, "source": fenced(task.source, "python"),
-        "scaffold": scaffold.strip() or "(no scaffold for this backend)",
-    }
+        return Fitted(NO_FEEDBACK, SectionSize("verifier feedback", len(NO_FEEDBACK), SECTION_BUDGETS["verifier feedback"]))
+    return fit_text("verifier feedback", compact_ok_lines(last_feedback))
 
 
 def _system(task: TaskSpec) -> str:
@@ -81,14 +116,42 @@ def _system(task: TaskSpec) -> str:
                                          rtol=f"{task.rtol:g}", dtype=task.dtype).strip()
 
 
+def _assemble(kind: str, task: TaskSpec, sections: dict[str, Fitted], **fields: object) -> Prompt:
+    """Substitute the sections into the template; the sizes include the system prompt and, as
+    "instructions", the template's own text (headings, the task line, the answer format)."""
+    system = _system(task)
+    values = {_FIELD[name]: fitted.text for name, fitted in sections.items()}
+    user = template(kind).substitute(task_id=task.task_id, level=task.level, category=task.category,
+                                     backend=task.variant, **values, **fields).strip()
+    sizes = [SectionSize("system", len(system), None)] + [f.size for f in sections.values()]
+    frame = len(user) - sum(f.size.chars for f in sections.values())
+    return Prompt(system=system, user=user, sections=tuple(sizes) + (SectionSize("instructions", frame, None),))
+
+
+def _common_sections(task: TaskSpec, scaffold: str) -> dict[str, Fitted]:
+    """The task source (never cut) and the scaffold (as given: the refine prompt passes it without
+    its worked example)."""
+    return {"reference program": fit_text("reference program", fenced(task.source, "python")),
+            "backend scaffold": fit_text("backend scaffold", scaffold.strip() or "(no scaffold for this backend)")}
+
+
 def build_draft_prompt(task: TaskSpec, scaffold: str, context: Sequence[ContextItem],
                        last_feedback: str | None) -> Prompt:
     """Drafting: task, scaffold, retrieved items, last feedback, answer format."""
-    user = template("draft").substitute(
-        **_task_fields(task, scaffold), n_items=len(context),
-        context=render_items(context, "(no memory items yet)"), feedback=_feedback(last_feedback),
-    )
-    return Prompt(system=_system(task), user=user.strip())
+    shown = ShownTexts(scaffold)
+    shown.add(last_feedback, FEEDBACK_LABEL)
+    sections = _common_sections(task, scaffold)
+    sections["retrieved memory"] = _item_section("retrieved memory", context, "memory item", shown, NO_ITEMS)
+    sections["verifier feedback"] = _feedback(last_feedback)
+    return _assemble("draft", task, sections, n_items=len(context))
+
+
+def _start_point(start_point: ContextItem, shown: ShownTexts) -> Fitted:
+    parts = [f"**{start_point.title.strip()}**", _cap(compact_ok_lines(start_point.body or ""), MAX_ITEM_BODY),
+             fenced(start_point.code or "(no code)", "python")]
+    shown.add_code(start_point.code, "the start point")
+    shown.add(start_point.body, "the start point")
+    return fit_text("start point", "\n".join(p for p in parts if p))
 
 
 def build_refine_prompt(task: TaskSpec, scaffold: str, start_point: ContextItem,
@@ -97,16 +160,17 @@ def build_refine_prompt(task: TaskSpec, scaffold: str, start_point: ContextItem,
     """Refining: the start point's code and result, its children, retrieved items, the best so far."""
     best_line = (f"The best correct kernel so far runs in {best_ms:.4g} ms; beat it."
                  if best_ms is not None else "No latency has been measured yet.")
-    start = "\n".join(p for p in (f"**{start_point.title.strip()}**", _cap(start_point.body or "", MAX_ITEM_BODY),
-                                  fenced(start_point.code or "(no code)", "python")) if p)
-    user = template("refine").substitute(
-        **_task_fields(task, scaffold), best_line=best_line, start_q=_q(start_point.q_value),
-        start_point=start, n_children=len(children),
-        children=render_items(children, "(none yet: you are the first refinement of this start point)"),
-        n_items=len(context), context=render_items(context, "(no memory items yet)"),
-        feedback=_feedback(last_feedback),
-    )
-    return Prompt(system=_system(task), user=user.strip())
+    scaffold = without_worked_example(scaffold)  # the start point is a complete kernel for this very task
+    shown = ShownTexts(scaffold)
+    sections = _common_sections(task, scaffold)
+    sections["start point"] = _start_point(start_point, shown)
+    shown.add(last_feedback, FEEDBACK_LABEL)
+    sections["earlier refinements"] = _item_section("earlier refinements", children, "earlier refinement", shown,
+                                                    "(none yet: you are the first refinement of this start point)")
+    sections["retrieved memory"] = _item_section("retrieved memory", context, "memory item", shown, NO_ITEMS)
+    sections["verifier feedback"] = _feedback(last_feedback)
+    return _assemble("refine", task, sections, best_line=best_line, start_q=_q(start_point.q_value),
+                     n_children=len(children), n_items=len(context))
 
 
 def _render_attempt(attempt: AttemptSummary, show_code: bool) -> str:

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from evokernel.prompts.budget import SectionSize
+
 DISTILLED_KINDS = ("experience", "best_practice")
 
 
@@ -22,8 +24,15 @@ class ContextItem(Protocol):
 
 @dataclass(frozen=True)
 class Prompt:
+    """What the LLM is sent, with the size of each section (empty for the distill prompt)."""
+
     system: str
     user: str
+    sections: tuple[SectionSize, ...] = ()
+
+    @property
+    def chars(self) -> int:
+        return len(self.system) + len(self.user)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,8 @@
 WITH unassigned_calls AS (
     SELECT campaign_id, count(*) AS calls,
            CAST(sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0)) AS BIGINT) AS tokens,
+           CAST(coalesce(sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0))
+                FILTER (WHERE tokens_estimated), 0) AS BIGINT) AS estimated_tokens,
            sum(coalesce(cost_usd, 0)) AS cost_usd
     FROM llm_calls
     WHERE list_contains($campaign_ids, campaign_id) AND task_id IS NULL
@@ -46,6 +48,7 @@ grouped AS (
         avg(first_feasible_iteration + 1) AS iterations_to_first_feasible_mean,
         CAST(sum(llm_calls) AS BIGINT) AS llm_calls,
         CAST(sum(tokens) AS BIGINT) AS tokens,
+        CAST(sum(estimated_tokens) AS BIGINT) AS estimated_tokens,
         sum(cost_usd) AS cost_usd,
         sum(verify_seconds) AS verify_seconds,
         sum(llm_seconds) AS llm_seconds,
@@ -58,6 +61,8 @@ costed AS (
         g.* REPLACE (
             g.llm_calls + CASE WHEN g.group_kind = 'all' THEN coalesce(u.calls, 0) ELSE 0 END AS llm_calls,
             g.tokens + CASE WHEN g.group_kind = 'all' THEN coalesce(u.tokens, 0) ELSE 0 END AS tokens,
+            g.estimated_tokens + CASE WHEN g.group_kind = 'all' THEN coalesce(u.estimated_tokens, 0) ELSE 0 END
+                AS estimated_tokens,
             g.cost_usd + CASE WHEN g.group_kind = 'all' THEN coalesce(u.cost_usd, 0) ELSE 0 END AS cost_usd
         )
     FROM grouped g

@@ -35,6 +35,8 @@ per_task AS (
         min(iteration) FILTER (WHERE correct) AS first_correct_iteration,
         min(iteration) FILTER (WHERE is_feasible) AS first_feasible_iteration,
         CAST(sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0)) AS BIGINT) AS attempt_tokens,
+        CAST(sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0))
+             FILTER (WHERE tokens_estimated) AS BIGINT) AS attempt_estimated_tokens,
         sum(coalesce(cost_usd, 0)) AS attempt_cost_usd,
         sum(coalesce(verify_seconds, 0)) AS verify_seconds,
         sum(coalesce(llm_seconds, 0)) AS llm_seconds
@@ -58,6 +60,8 @@ best AS (  -- the best feasible kernel by speedup over the PyTorch reference
 task_calls AS (  -- non-attempt LLM calls (e.g. distillation) attributed to a task
     SELECT campaign_id, task_id, count(*) AS extra_llm_calls,
            CAST(sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0)) AS BIGINT) AS extra_tokens,
+           CAST(sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0))
+                FILTER (WHERE tokens_estimated) AS BIGINT) AS extra_estimated_tokens,
            sum(coalesce(cost_usd, 0)) AS extra_cost_usd
     FROM llm_calls
     WHERE list_contains($campaign_ids, campaign_id) AND task_id IS NOT NULL
@@ -82,6 +86,8 @@ SELECT
     b.best_flagged,
     p.n_attempts + coalesce(c.extra_llm_calls, 0) AS llm_calls,
     p.attempt_tokens + coalesce(c.extra_tokens, 0) AS tokens,
+    -- tokens of calls whose response carried no usage (len/4 estimates; the rest are the provider's counts)
+    coalesce(p.attempt_estimated_tokens, 0) + coalesce(c.extra_estimated_tokens, 0) AS estimated_tokens,
     p.attempt_cost_usd + coalesce(c.extra_cost_usd, 0) AS cost_usd
 FROM per_task p
 LEFT JOIN first_timed f USING (campaign_id, task_id)

@@ -6,6 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from kernelbench_npu.build import build_benchmark
+from kernelbench_npu.spec import load_build
+
 KERNELS = Path(__file__).resolve().parents[2] / "evokernel" / "demo" / "kernels"
 
 RELU_PROBLEM = '''import torch
@@ -54,3 +57,11 @@ def write_script(path: Path, task_ids: list[str], draft: list[str], refine: list
                      "distill": [distill]} for t in task_ids}
     path.write_text(json.dumps({"label": "agent test script (scripted)", "responses": responses}))
     return path
+
+
+def build_tiny(backend: str, root):
+    """A ``backend`` build of two small ReLU tasks (built and linted for real)."""
+    summary = build_benchmark(backend, sources=[write_problems(root / "src")], levels=(1,), out=root / "build",
+                              include_bundled=False)
+    assert summary.ok == 2, summary
+    return load_build(root / "build")

@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from agent_fixtures import write_problems
 from evokernel.agent.runtime import CampaignError, campaign_backend, open_runtime
 from evokernel.config import load_settings
-from kernelbench_npu.build import build_benchmark
-from kernelbench_npu.spec import load_build
+from agent_fixtures import build_tiny
 from test_agent_cli import _cli
 
 
 @pytest.fixture(scope="module")
 def triton_build(tmp_path_factory):
-    root = tmp_path_factory.mktemp("triton-build")
-    summary = build_benchmark("triton", sources=[write_problems(root / "src")], levels=(1,), out=root / "build",
-                              include_bundled=False)
-    assert summary.ok == 2, summary
-    return load_build(root / "build")
+    return build_tiny("triton", tmp_path_factory.mktemp("triton-build"))
 
 
 def test_a_non_cpu_build_runs_on_its_own_backend_without_a_setting(triton_build, tmp_path, monkeypatch):

@@ -4,14 +4,14 @@ and the caches (items, templates, summed document frequencies) -- results must n
 from __future__ import annotations
 
 import math
-import shutil
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from lake_fixtures import SEEDS
 
-from memory_lake import Lake, NewItem, RetrievalRequest, compaction
+from memory_lake import Lake, NewItem, RetrievalRequest
+from memory_lake.engine import transaction
 from memory_lake.keyed_reads import KeyedReader, matching_groups
 from memory_lake.retrieval import ScoringContext
 from memory_lake.text import query_terms
@@ -41,8 +41,7 @@ def pool(lake: Lake, k: int = 25) -> list[tuple[str, float]]:
 def exhaustive_bm25(lake: Lake, k: int) -> list[tuple[str, float]]:
     """BM25 + feature bonuses computed in Python from the full postings (the reference)."""
     scorer = lake.scorer
-    con = lake._resident()
-    n_docs, total, df = scorer.corpus(ScoringContext(con, lake._files, lake.storage.duck_path))
+    n_docs, total, df = scorer.corpus(ScoringContext(lake._con, lake.files()))
     terms = set(scorer.select_terms(query_terms(TASK), df, n_docs))
     avg = max(total / n_docs, 1.0)
     rows = lake.query("SELECT term, item_id, tf, doc_len, kind, category, backend FROM postings").to_pylist()
@@ -58,12 +57,12 @@ def exhaustive_bm25(lake: Lake, k: int) -> list[tuple[str, float]]:
     return [(i, round(s, 9)) for i, s in ranked]
 
 
-def test_champions_match_exhaustive_bm25_and_compaction_changes_nothing(tmp_path):
-    lake = build(tmp_path / "lake")
+def test_champions_match_exhaustive_bm25_and_compaction_changes_nothing(lake_factory):
+    lake = build(lake_factory.new())
     before = pool(lake)
     assert before == exhaustive_bm25(lake, 25)
     lake.compact()
-    assert lake.storage.visible_files()["champions"], "compaction writes champion lists"
+    assert lake.files().paths("champions"), "compaction writes champion lists"
     assert pool(lake) == before  # k (1000) exceeds every term's posting count: identical pool
     lake.add_items([NewItem(kind="trace", backend="cpu", title="relu zzyzx", body="relu zzyzx tile rows " * 5)])
     assert pool(lake)[0][0] == exhaustive_bm25(lake, 1)[0][0]  # uncompacted batches are read in full
@@ -71,9 +70,9 @@ def test_champions_match_exhaustive_bm25_and_compaction_changes_nothing(tmp_path
     assert pool(lake) == exhaustive_bm25(lake, 25)
 
 
-def test_champion_lists_keep_top_k_per_term_and_kind(tmp_path):
-    lake = build(tmp_path / "lake")
-    compaction.compact(lake.storage, champions_k=2)
+def test_champion_lists_keep_top_k_per_term_and_kind(lake_factory):
+    lake = build(lake_factory.new())
+    lake.compact(champions_k=2)
     champions = lake.query("SELECT term, kind, item_id FROM champions").to_pylist()
     postings = lake.query("SELECT term, kind, item_id, tf, doc_len FROM postings").to_pylist()
     avg = lake.query("SELECT avg(doc_len) AS a FROM docs").column("a")[0].as_py()
@@ -87,21 +86,32 @@ def test_champion_lists_keep_top_k_per_term_and_kind(tmp_path):
     assert len(found) == 10 and all(s > 0 for _, s in found)  # an approximation, still a full pool
 
 
-def test_lake_without_champion_files_reads_full_postings(tmp_path):
-    lake = build(tmp_path / "lake")
+def test_lake_without_champion_lists_reads_full_postings(lake_factory):
+    lake = build(lake_factory.new())
     lake.compact()
     expected = pool(lake)
     lake.close()
-    shutil.rmtree(tmp_path / "lake" / "champions")  # a lake compacted before champion lists existed
-    reopened = Lake.open(tmp_path / "lake")
+    reopened = Lake.open(lake.root)
+    transaction(reopened._con, lambda c: (c.execute("DELETE FROM champions"), c.execute("DELETE FROM champion_sources")))
+    assert not reopened.files().paths("champions")
     assert pool(reopened) == expected
     reopened.add_items([NewItem(kind="trace", backend="cpu", title="x", body="y")])
-    assert reopened.compact().tables  # recreates the directory and the champion lists
-    assert reopened.storage.visible_files()["champions"]
+    assert reopened.compact().tables  # merges the new batch and rebuilds the champion lists
+    assert reopened.files().paths("champions")
 
 
-def test_items_and_templates_are_served_identically_from_caches(tmp_path):
-    lake = build(tmp_path / "lake", batches=2)
+def test_champions_are_ignored_once_a_source_file_was_merged_away(lake_factory):
+    lake = build(lake_factory.new())
+    lake.compact(champions_k=1)  # tiny champion lists: pools drawn from them miss items
+    lake.add_items([NewItem(kind="trace", backend="cpu", title="relu tile", body="relu tile rows simd")])
+    lake._con.execute("CALL ducklake_merge_adjacent_files('lake')").fetchall()  # no champion rebuild
+    files = lake.files()
+    assert files.covered and not files.covered <= set(files.paths("postings"))
+    assert pool(lake) == exhaustive_bm25(lake, 25)  # no double counting, nothing missed
+
+
+def test_items_and_templates_are_served_identically_from_caches(lake_factory):
+    lake = build(lake_factory.new(), batches=2)
     req = RetrievalRequest(attempt_id="a", task_id="L1_x", task_text=TASK, category="activation", backend="cpu",
                            stage=1, n=5, lam=3, epsilon=0.0, seed=1)
     first = lake.retrieve(req)
@@ -129,15 +139,13 @@ def test_keyed_reads_prune_row_groups_but_return_exact_rows(tmp_path):
 
 
 @pytest.mark.parametrize("batches", [1, 3])
-def test_summed_document_frequencies_follow_the_file_set(tmp_path, batches):
-    lake = build(tmp_path / "lake", batches=batches)
-    con = lake._resident()
-    ctx = ScoringContext(con, lake._files, lake.storage.duck_path)
+def test_summed_document_frequencies_follow_the_file_set(lake_factory, batches):
+    lake = build(lake_factory.new(), batches=batches)
+    ctx = ScoringContext(lake._con, lake.files())
     _, _, df = lake.scorer.corpus(ctx)
     rows = lake.query("SELECT term, count(*) AS n FROM postings GROUP BY term").to_pylist()
     direct = {r["term"]: r["n"] for r in rows}
     assert df == direct
     lake.add_items([NewItem(kind="trace", backend="cpu", title="relu", body="relu")])
-    con = lake._resident()
-    _, _, df2 = lake.scorer.corpus(ScoringContext(con, lake._files, lake.storage.duck_path))
+    _, _, df2 = lake.scorer.corpus(ScoringContext(lake._con, lake.files()))
     assert df2["relu"] == direct["relu"] + 1

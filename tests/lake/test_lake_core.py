@@ -1,4 +1,4 @@
-"""Lake basics on real Parquet and DuckDB: create/open, append validation, items, values."""
+"""Lake basics on real DuckLake catalogs (every kind): create/open, append validation, items, values."""
 
 from __future__ import annotations
 
@@ -49,12 +49,14 @@ def test_bad_rows_name_table_and_column(lake, rows, column):
         lake.append("attempts", rows)
 
 
-def test_each_batch_is_one_parquet_file(lake):
+def test_each_batch_is_one_snapshot(lake):
+    before = len(lake.snapshots())
     for i in range(3):
         lake.append("attempts", [{"attempt_id": f"a{i}"}, {"attempt_id": f"b{i}"}])
-    files = lake.storage.visible_files()["attempts"]
-    assert len(files) == 3
+    assert len(lake.snapshots()) == before + 3
     assert lake.query("SELECT count(*) AS n FROM attempts").column("n")[0].as_py() == 6
+    first = lake.snapshots()[before].snapshot_id
+    assert lake.query("SELECT count(*) AS n FROM attempts", as_of=first).column("n")[0].as_py() == 2
 
 
 def test_add_items_returns_ids_and_indexes_them(lake):
@@ -80,8 +82,8 @@ def test_update_values_applies_the_rule_in_order_and_records_rows(lake):
     assert lake.current_q([item], 2) == {item: 0.0}
 
 
-def test_item_values_view_has_q_init_for_items_without_updates(tmp_path):
-    lake = Lake.create(tmp_path / "lake", "cpu", SEEDS, q_init=0.25)
+def test_item_values_view_has_q_init_for_items_without_updates(lake_factory):
+    lake = Lake.create(lake_factory.new(), "cpu", SEEDS, q_init=0.25)
     (item,) = lake.add_items(sample_items(1))
     lake.update_values([ValueUpdate(item, 2, 1.0, 1.0)])
     rows = {(r["item_id"], r["stage"]): (r["q"], r["n_updates"])
@@ -112,27 +114,49 @@ def test_connect_gives_views_of_every_table(lake):
         con.execute(f"SELECT count(*) FROM {view}").fetchall()
 
 
-def test_a_lake_from_before_the_roofline_columns_stays_readable(tmp_path):
-    """A format-1 lake's attempts files lack the roofline columns: they read as null, and rows with
-    the columns appended to the same lake sit beside them (views read that table by name)."""
-    import pyarrow as pa
+def test_open_or_create_creates_once_and_then_opens(lake_factory):
+    uri = lake_factory.new()
+    assert not Lake.exists(uri)
+    created = Lake.open_or_create(uri, "cpu", SEEDS)
+    ids = created.add_items(sample_items(2))
+    again = Lake.open_or_create(uri, "cpu", SEEDS)
+    assert again.query("SELECT count(*) AS n FROM items").column("n")[0].as_py() == len(SEEDS) + len(ids)
 
-    from memory_lake.schema import ATTEMPTS
-    from memory_lake.storage import new_batch_id
 
-    lake = Lake.create(tmp_path / "old", "cpu")
-    roofline = {"bytes_moved", "flops", "achieved_gbs", "achieved_gflops", "roof_gbs", "memory_gbs", "peak_gflops",
-                "roof_fraction", "roof_bound"}
-    old_schema = pa.schema([f for f in ATTEMPTS if f.name not in roofline])
-    old_row = pa.Table.from_pylist([{"attempt_id": "old", "speedup": 1.5}], schema=old_schema)
-    lake.storage.write_batch_file("attempts", old_row, new_batch_id())
-    lake.storage.write_meta({**lake.meta, "format": 1})
-    old = Lake.open(lake.root)
-    assert old.format == 1
-    old.append("attempts", [{"attempt_id": "new", "speedup": 3.0, "bytes_moved": 800, "roof_fraction": 0.4,
-                             "roof_bound": "memory"}])
-    rows = old.query("SELECT attempt_id, speedup, bytes_moved, roof_fraction, roof_bound FROM attempts "
-                     "ORDER BY attempt_id").to_pylist()
-    assert rows == [{"attempt_id": "new", "speedup": 3.0, "bytes_moved": 800, "roof_fraction": 0.4, "roof_bound": "memory"},
-                    {"attempt_id": "old", "speedup": 1.5, "bytes_moved": None, "roof_fraction": None, "roof_bound": None}]
-    assert Lake.create(tmp_path / "new", "cpu").format == 2
+def test_values_history_rows_must_follow_the_clock(lake):
+    (item,) = lake.add_items(sample_items(1))
+    lake.update_values([ValueUpdate(item, 1, 1.0, 0.5)])
+    with pytest.raises(LakeError, match="above the lake's last seq 1"):
+        lake.append("value_updates", [{"item_id": item, "stage": 1, "q_after": 0.1, "seq": 1}])
+    lake.append("value_updates", [{"item_id": item, "stage": 1, "q_after": 0.1, "seq": 7}])
+    lake.update_values([ValueUpdate(item, 1, 1.0, 0.5)])
+    assert lake.query("SELECT max(seq) FROM value_updates").column(0)[0].as_py() == 8
+
+
+@pytest.mark.parametrize("uri, message", [
+    ("", "empty lake URI"),
+    ("ducklake:postgres:", "missing the libpq conninfo"),
+    ("ducklake:mysql:db", "unsupported catalog"),
+    ("s3://bucket/lake", "--data-path s3://"),
+])
+def test_bad_lake_uris_are_one_line_errors(uri, message):
+    from memory_lake.storage import parse
+
+    with pytest.raises(LakeError, match=message):
+        parse(uri)
+
+
+def test_uri_kinds_and_password_redaction(tmp_path):
+    from memory_lake.storage import parse
+
+    directory = parse(str(tmp_path / "lake"))
+    assert directory.kind == "directory" and directory.catalog.endswith("lake/catalog.sqlite")
+    assert directory.default_data_path() == str(tmp_path / "lake" / "data") + "/"
+    pg = parse("ducklake:postgres:dbname=lake host=db password=hunter2")
+    assert pg.kind == "postgres" and pg.catalog == pg.uri and "hunter2" not in pg.label
+
+
+def test_catalog_lake_without_data_path_is_refused(monkeypatch):
+    monkeypatch.delenv("EVOKERNEL_LAKE_DATA_PATH", raising=False)
+    with pytest.raises(LakeError, match="needs a data path"):
+        Lake.create("ducklake:postgres:dbname=nowhere host=127.0.0.1 port=1", "cpu")

@@ -17,9 +17,9 @@ TASK = "elementwise relu activation kernel: vectorize the inner loop with simd a
 
 
 @pytest.fixture(scope="module")
-def valued_lake(tmp_path_factory):
+def valued_lake(lake_factory):
     """40 items over 8 ops, each with a distinct Q1 and Q2."""
-    lake = Lake.create(tmp_path_factory.mktemp("retrieval") / "lake", "cpu", SEEDS)
+    lake = Lake.create(lake_factory.new(), "cpu", SEEDS)
     items = [NewItem(kind=("experience", "trace", "best_practice")[i % 3], backend="cpu", task_id=f"L1_{i % 8}",
                      category="activation" if OPS[i % 8] in ("relu", "gelu") else "other",
                      title=f"{OPS[i % 8]} kernel {i}", body=f"{OPS[i % 8]} kernel: vectorize loop {i} with simd, "
@@ -122,8 +122,8 @@ def test_new_batches_are_seen_by_the_next_retrieval(valued_lake):
     assert got[0].item_id == fresh
 
 
-def test_text_free_pool_falls_back_to_category(tmp_path):
-    lake = Lake.create(tmp_path / "lake", "cpu")
+def test_text_free_pool_falls_back_to_category(lake_factory):
+    lake = Lake.create(lake_factory.new(), "cpu")
     lake.add_items([NewItem("experience", "cpu", "norm", "layer statistics", category="normalization")])
     got = lake.retrieve(request(task_text="qqq", category="normalization", include_templates=False))
     assert [r.title for r in got] == ["norm"]

@@ -1,10 +1,13 @@
-"""Fixtures for the LLM tests: a fake API server and a retry sleep that records instead of sleeping."""
+"""Fixtures for the LLM tests: a fake API server, a retry sleep that records instead of sleeping, and
+the openai and anthropic providers built against the fake server."""
 
 from __future__ import annotations
 
 import pytest
 
-from fake_server import FakeLLMServer  # tests/llm is on sys.path (pytest rootdir-less import)
+from evokernel.config import Settings
+from evokernel.llm import make_llm
+from fake_server import API_KEY, FakeLLMServer  # tests/llm is on sys.path (pytest rootdir-less import)
 
 
 @pytest.fixture
@@ -24,3 +27,22 @@ class RecordingSleep:
 @pytest.fixture
 def no_sleep():
     return RecordingSleep()
+
+
+@pytest.fixture(params=["openai", "anthropic"])
+def provider(request, fake_api, monkeypatch, no_sleep):
+    """(make, fake_api, sleep): ``make(**settings)`` builds the provider against the fake server."""
+    if request.param == "openai":
+        monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+        monkeypatch.setenv("OPENAI_BASE_URL", fake_api.url + "/v1")
+        spec = "openai:gpt-4o"
+    else:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_api.url)
+        spec = "anthropic:claude-opus-4-5-20251101"
+
+    def make(timeout_s: float = 5.0, max_retries: int = 3, budget_s: float = 60.0):
+        settings = Settings(llm_max_retries=max_retries, llm_retry_budget_s=budget_s)
+        return make_llm(spec, settings, timeout_s=timeout_s, sleep=no_sleep)
+
+    return make, fake_api, no_sleep

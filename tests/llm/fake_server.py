@@ -2,7 +2,8 @@
 
 Serves ``POST /v1/chat/completions`` (OpenAI shape) and ``POST /v1/messages`` (Anthropic shape).
 Answers are queued with :meth:`FakeLLMServer.push`: a text (200), an HTTP error status, a raw
-malformed body, and an optional delay; when the queue is empty every request gets "ok". A wrong
+malformed body, an optional delay and the usage object to report (the default counts, a given
+object, or none at all); when the queue is empty every request gets "ok". A wrong
 or missing key (Authorization: Bearer or x-api-key) gets 401. Every request is recorded.
 """
 
@@ -26,20 +27,30 @@ class Answer:
     delay_s: float = 0.0
     finish: str = "stop"  # "stop" or "length"
     headers: tuple[tuple[str, str], ...] = ()
+    usage: dict | None | str = "default"  # "default": the shape's counts below; None: no usage field
 
 
-def _openai_body(text: str, finish: str, model: str) -> dict:
-    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                         "finish_reason": finish}],
-            "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}}
+OPENAI_USAGE = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+ANTHROPIC_USAGE = {"input_tokens": 13, "output_tokens": 5}
 
 
-def _anthropic_body(text: str, finish: str, model: str) -> dict:
-    return {"id": "msg_1", "type": "message", "role": "assistant", "model": model,
-            "content": [{"type": "text", "text": text}],
-            "stop_reason": "max_tokens" if finish == "length" else "end_turn",
-            "stop_sequence": None, "usage": {"input_tokens": 13, "output_tokens": 5}}
+def _with_usage(body: dict, usage: dict | None | str, default: dict) -> dict:
+    if usage is not None:
+        body["usage"] = default if usage == "default" else usage
+    return body
+
+
+def _openai_body(answer: Answer, model: str) -> dict:
+    return _with_usage({"id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": model,
+                        "choices": [{"index": 0, "message": {"role": "assistant", "content": answer.text},
+                                     "finish_reason": answer.finish}]}, answer.usage, OPENAI_USAGE)
+
+
+def _anthropic_body(answer: Answer, model: str) -> dict:
+    return _with_usage({"id": "msg_1", "type": "message", "role": "assistant", "model": model,
+                        "content": [{"type": "text", "text": answer.text}],
+                        "stop_reason": "max_tokens" if answer.finish == "length" else "end_turn",
+                        "stop_sequence": None}, answer.usage, ANTHROPIC_USAGE)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -72,7 +83,7 @@ class _Handler(BaseHTTPRequestHandler):
             error = {"type": "error", "error": {"type": "api_error", "message": f"status {answer.status}"}}
             return self._send(answer.status, json.dumps(error).encode(), answer.headers)
         shape = _anthropic_body if self.path.endswith("/messages") else _openai_body
-        self._send(200, json.dumps(shape(answer.text, answer.finish, request.get("model", "?"))).encode())
+        self._send(200, json.dumps(shape(answer, request.get("model", "?"))).encode())
 
 
 class FakeLLMServer(ThreadingHTTPServer):

@@ -16,24 +16,6 @@ def _settings(max_retries: int = 3, budget_s: float = 60.0) -> Settings:
     return Settings(llm_max_retries=max_retries, llm_retry_budget_s=budget_s)
 
 
-@pytest.fixture(params=["openai", "anthropic"])
-def provider(request, fake_api, monkeypatch, no_sleep):
-    """(make, fake_api, sleep): ``make(**settings)`` builds the provider against the fake server."""
-    if request.param == "openai":
-        monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
-        monkeypatch.setenv("OPENAI_BASE_URL", fake_api.url + "/v1")
-        spec = "openai:gpt-4o"
-    else:
-        monkeypatch.setenv("ANTHROPIC_API_KEY", API_KEY)
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_api.url)
-        spec = "anthropic:claude-opus-4-5-20251101"
-
-    def make(timeout_s: float = 5.0, **kw):
-        return make_llm(spec, _settings(**kw), timeout_s=timeout_s, sleep=no_sleep)
-
-    return make, fake_api, no_sleep
-
-
 def test_a_scripted_answer_comes_back_with_tokens_and_cost(provider):
     make, api, sleep = provider
     api.push(Answer(text="```python\nclass ModelNew: pass\n```"))

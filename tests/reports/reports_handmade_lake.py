@@ -18,7 +18,8 @@ TASKS = {  # task_id -> (level, category)
 }
 
 
-def _attempt(campaign, task, iteration, gates, ms=None, speedup=None, ci=None, stage=1, reward=None):
+def _attempt(campaign, task, iteration, gates, ms=None, speedup=None, ci=None, stage=1, reward=None,
+             estimated=False):
     hack, comp, correct = gates
     feasible = hack and comp and correct
     level, category = TASKS[task]
@@ -34,7 +35,7 @@ def _attempt(campaign, task, iteration, gates, ms=None, speedup=None, ci=None, s
         "speedup": speedup, "ci_low": None if ci is None else ci[0], "ci_high": None if ci is None else ci[1],
         "flagged": False, "reward": reward if reward is not None else (1.0 if feasible else -1.0),
         "input_tokens": 100, "output_tokens": 50, "cost_usd": 0.01, "llm_seconds": 2.0, "verify_seconds": 1.0,
-        "created_at": T0 + timedelta(minutes=iteration),
+        "created_at": T0 + timedelta(minutes=iteration), "tokens_estimated": estimated,
     }
 
 
@@ -53,7 +54,7 @@ NO, COMPILES, FEASIBLE, HACKED = (True, False, False), (True, True, False), (Tru
 def attempts() -> list[dict]:
     return [
         # c1 / t1: first feasible draft 2.0 ms, best 1.0 ms (speedup 2.0) -> draft speedup 2.0
-        _attempt("c1", "t1", 0, NO),
+        _attempt("c1", "t1", 0, NO, estimated=True),  # the server reported no usage
         _attempt("c1", "t1", 1, COMPILES),
         _attempt("c1", "t1", 2, FEASIBLE, ms=2.0, speedup=1.0, ci=(0.9, 1.1)),
         _attempt("c1", "t1", 3, FEASIBLE, ms=1.0, speedup=2.0, ci=(1.8, 2.2), stage=2, reward=0.5) | ROOF_T1,
@@ -123,7 +124,8 @@ def llm_calls() -> list[dict]:
         {"call_id": "d1", "campaign_id": "c1", "task_id": "t1", "purpose": "distill", "model": "scripted:demo",
          "input_tokens": 10, "output_tokens": 10, "cost_usd": 0.002, "seconds": 1.0, "created_at": T0},
         {"call_id": "d2", "campaign_id": "c1", "task_id": None, "purpose": "distill", "model": "scripted:demo",
-         "input_tokens": 20, "output_tokens": 10, "cost_usd": 0.005, "seconds": 1.0, "created_at": T0},
+         "input_tokens": 20, "output_tokens": 10, "cost_usd": 0.005, "seconds": 1.0, "created_at": T0,
+         "tokens_estimated": True},
     ]
 
 

@@ -49,6 +49,8 @@ def test_summary_has_the_key_table_with_intervals(full_report):
     assert "1.82x [1.68, 1.95]" in c1  # geomean vs PyTorch with its interval
     assert "2.00x [1.64, 2.17]" in c1  # median speedup over the first draft with its interval
     assert "![Learning curves](figures/learning_curves.png)" in summary
+    cost = [line for line in summary.splitlines() if line.startswith("| c1 (evokernel")][1]
+    assert "| 1,700 (180 estimated) |" in cost  # tokens the server reported no usage for are said to be estimates
 
 
 def test_metrics_parquet_is_the_long_table(full_report):

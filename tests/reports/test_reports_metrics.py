@@ -95,6 +95,9 @@ def test_cost_counts_attempts_and_recorded_distillation_calls(metrics):
     assert c1["verify_seconds_per_correct_kernel"] == pytest.approx(11 / 5)
     # the call attributed to t1 counts in its category, the unattributed one only in 'all'
     assert group(metrics, kind="category", name="activation")["llm_calls"] == 6 + 1
+    # tokens without reported usage: one attempt (150) and the unattributed distillation (30)
+    assert (c1["estimated_tokens"], group(metrics, kind="category", name="activation")["estimated_tokens"]) == (180, 150)
+    assert group(metrics, campaign="c2")["estimated_tokens"] == 0
 
 
 def test_per_level_and_category_groups(metrics):

@@ -33,7 +33,7 @@ def test_scaffold_example_passes_every_gate_and_reuses_the_compile_cache(tmp_pat
     assert second.passed and second.facts.compile_cached is True
     assert first.facts.seed != second.facts.seed  # a secret seed per verification
     json_dict = second.to_json_dict()
-    assert set(json_dict) == {"task_id", "passed", "failed_gate", "gates", "latency", "feedback"}
+    assert set(json_dict) == {"task_id", "passed", "failed_gate", "gates", "latency", "feedback", "warnings"}
     assert set(json_dict["latency"]) >= {"candidate_ms", "reference_ms", "speedup", "ci_low", "ci_high", "flagged"}
 
 

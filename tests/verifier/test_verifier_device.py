@@ -8,17 +8,19 @@ load_inline.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import types
 from pathlib import Path
 
 import pytest
 import torch
-from recording_backend import NAME, read_log
+from recording_backend import LOG, NAME, read_log
 from verifier_taskutil import make_task
 
 from verifier.api import verify
 from verifier.sandbox import device_io, integrity
+from verifier.sandbox.workspace import Workspace
 from verifier.settings import VerifySettings
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,9 +32,16 @@ EXAMPLE_CANDIDATE = (BACKENDS / "cpu_example_candidate.txt").read_text()
 def test_child_places_inputs_syncs_and_times_through_the_backend_hooks(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT))  # the parent resolves the backend name too
     settings = VerifySettings.for_tests(tmp_path / "cache")
+    close = Workspace.close
+
+    def keep_log(workspace, report=None):  # the child's build dir is private and removed with it
+        shutil.copy(workspace.build_dir / LOG, tmp_path / LOG)
+        return close(workspace, report)
+
+    monkeypatch.setattr(Workspace, "close", keep_log)
     verdict = verify(make_task(EXAMPLE_TASK, "example/linear_relu", tmp_path), EXAMPLE_CANDIDATE, NAME, settings)
     assert verdict.passed, verdict.feedback
-    log = read_log(settings.cache_dir)
+    log = read_log(tmp_path)
     forwards = [e for e in log if e.startswith("forward ")]
     assert forwards and all(e.split(" ", 1)[1].replace("|", "").split() == ["cpu"] * 3 for e in forwards)
     first_forward = log.index(forwards[0])

@@ -50,12 +50,26 @@ class SeedItem:
 
 
 @dataclass(frozen=True)
+class BuiltUnit:
+    """One unit the compile gate built, as the build-policy checks see it (verifier.gates.hack_build):
+    the candidate's own lines after preprocessing, the files the preprocessor read, the objects."""
+
+    label: str  # names the source for the LLM, e.g. "load_c source (line 12)"
+    preprocessed: str = ""  # user-context lines of the candidate after preprocessing
+    includes: tuple[str, ...] = ()
+    binaries: tuple[str, ...] = ()  # built objects (.so / .o) whose undefined symbols are checked
+    line_offset: int = 0  # preprocessed line - line_offset = line in the candidate's source string
+    strict_symbols: bool = True  # False: refuse only known-dangerous symbols (vendor runtimes not listed)
+
+
+@dataclass(frozen=True)
 class CompileOutcome:
     ok: bool
     diagnostics: str  # trimmed compiler output: what the LLM sees on failure
     seconds: float
     cached: bool = False
-    artifacts: tuple[str, ...] = ()  # paths of built libraries inside the build dir
+    artifacts: tuple[str, ...] = ()  # built files or directories inside the build dir (cache entries)
+    units: tuple[BuiltUnit, ...] = ()  # what the build-policy checks read (empty: none apply)
     note: str = ""  # one line: the passing compile gate's reason (e.g. the level a compile reached)
 
 
@@ -117,6 +131,19 @@ class Backend(ABC):
         candidate is loaded, so the child skips the no-exec seccomp filter and the verdict says so.
         Default "" (filter on); only triton on a GPU (JIT compiles at first launch) overrides it."""
         return ""
+
+    def cache_entries(self, candidate_source: str) -> tuple[Any, ...]:
+        """Parent side: the compile-cache entries (verifier.sandbox.compile_cache.CacheEntry) this
+        candidate's build produces, keyed by the content hash of the build's inputs. The parent copies
+        the cached ones into the private build directory before the sandbox starts and caches the
+        new ones after it. Default: none (every verification builds from scratch)."""
+        return ()
+
+    def sandbox_paths(self) -> tuple[str, ...]:
+        """Toolchain directories the sandbox child may read and execute (its compilers, headers and
+        runtime libraries outside /usr and the Python environment). Everything else outside the
+        child's own directory stays hidden from it (verifier.sandbox.isolation). Default: none."""
+        return ()
 
     def device(self) -> str:
         """The torch device the child places inputs and models on and expects outputs on."""

@@ -12,6 +12,7 @@ import hashlib
 import importlib.util
 import json
 import shutil
+from importlib import metadata
 import sys
 import time
 import types
@@ -19,10 +20,11 @@ from pathlib import Path
 
 from kernelbench_npu.spec import TaskSpec
 from verifier import cpu_native
-from verifier.backends.base import Availability, Backend, CompileOutcome, GateCapability, SeedItem
+from verifier.backends.base import Availability, Backend, BuiltUnit, CompileOutcome, GateCapability, SeedItem
 from verifier.native_sources import INLINE_POSITIONAL, NativeSource, SourceExtractionError, extract
 from verifier.roofline import MachinePeaks
 from verifier.sandbox import seccomp
+from verifier.sandbox.compile_cache import CacheEntry
 from verifier.settings import DEFAULT_PLAUSIBILITY_BOUND
 
 _HERE = Path(__file__).parent
@@ -31,8 +33,25 @@ INLINE_FLAG_ALLOW = {"-O3", "-O2", "-march=native", "-fopenmp", "-std=c++17", "-
 
 
 def inline_key(kwargs: dict) -> str:
+    """The load_inline call's arguments, the compiler and torch (whose headers and ABI it builds against)."""
     wanted = {k: kwargs.get(k) for k in ("name", "cpp_sources", "functions", "extra_cflags", "extra_ldflags")}
+    wanted["toolchain"] = [cpu_native.source_key(""), _torch_version()]
     return hashlib.sha256(json.dumps(wanted, sort_keys=True, default=list).encode()).hexdigest()
+
+
+def _torch_version() -> str:
+    try:
+        return metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        return "?"
+
+
+def inline_source_lines(kwargs: dict) -> tuple[int, int]:
+    """Lines of load_inline's main.cpp that hold the candidate's cpp_sources (line 1 is torch's
+    ``#include <torch/extension.h>``, the generated pybind module follows them)."""
+    cpp = kwargs.get("cpp_sources", "")
+    code = "\n".join(cpp) if isinstance(cpp, list) else str(cpp)
+    return 2, 2 + code.count("\n")
 
 
 SLEEF_NOTES = """- Vector math (exp, log, tanh, erf, pow, sin...): without `-ffast-math` a loop calling `expf`,
@@ -113,49 +132,84 @@ class CpuBackend(Backend):
                     "all arithmetic must run in native code")
         return ""
 
+    def cache_entries(self, candidate_source: str) -> tuple[CacheEntry, ...]:
+        try:
+            sources = extract(candidate_source)
+        except (SyntaxError, SourceExtractionError):
+            return ()
+        entries = []
+        for native in sources:
+            if native.loader == "load_c":
+                key = cpu_native.source_key(native.code)
+                entries.append(CacheEntry(key, cpu_native.entry_dir(key)))
+            else:
+                key = inline_key(dict(native.inline_args))
+                entries.append(CacheEntry(key, f"inline/{key}"))
+        return tuple(entries)
+
     def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
-        """Build every native source of the candidate into build_dir (the content-addressed cache)."""
+        """Build every native source of the candidate into build_dir (private to the verification,
+        seeded from the compile cache by the parent)."""
         start = time.perf_counter()
         problem = self.precheck(candidate_source)
         if problem:
             return CompileOutcome(False, problem, time.perf_counter() - start)
         sources = extract(candidate_source)
-        artifacts, cached = [], True
+        artifacts, units, cached = [], [], True
         for native in sources:
             remaining = max(1.0, timeout_s - (time.perf_counter() - start))
-            ok, diagnostics, path, was_cached = self._build_one(native, Path(build_dir), remaining)
+            ok, diagnostics, built, unit, was_cached = self._build_one(native, Path(build_dir), remaining)
             if not ok:
                 return CompileOutcome(False, diagnostics, time.perf_counter() - start)
-            artifacts.append(path)
+            artifacts.extend(built)
+            units.append(unit)
             cached = cached and was_cached
-        return CompileOutcome(True, "", time.perf_counter() - start, cached, tuple(artifacts))
+        return CompileOutcome(True, "", time.perf_counter() - start, cached, tuple(artifacts), tuple(units))
 
-    def _build_one(self, native: NativeSource, build_dir: Path, timeout_s: float) -> tuple[bool, str, str, bool]:
-        if native.loader == "load_c":
-            result = cpu_native.build(native.code, build_dir, timeout_s)
-            if result.ok:
-                cpu_native._PREBUILT[cpu_native.source_key(native.code)] = result.library
-            return result.ok, result.diagnostics, result.library, result.cached
-        return self._build_inline(dict(native.inline_args), build_dir)
+    def _build_one(self, native: NativeSource, build_dir: Path,
+                   timeout_s: float) -> tuple[bool, str, tuple[str, ...], BuiltUnit, bool]:
+        """(ok, diagnostics, files to cache, what the build-policy checks read, cached)."""
+        if native.loader != "load_c":
+            return self._build_inline(dict(native.inline_args), build_dir, native.line)
+        result = cpu_native.build(native.code, build_dir, timeout_s)
+        unit = BuiltUnit(f"load_c source (line {native.line})", result.preprocessed, result.includes,
+                         (result.library,) if result.ok else ())
+        if not result.ok:
+            return False, result.diagnostics, (), unit, False
+        cpu_native._PREBUILT[cpu_native.source_key(native.code)] = result.library
+        return True, "", (str(Path(result.library).parent),), unit, result.cached
 
-    def _build_inline(self, kwargs: dict, build_dir: Path) -> tuple[bool, str, str, bool]:
+    def _build_inline(self, kwargs: dict, build_dir: Path,
+                      line: int) -> tuple[bool, str, tuple[str, ...], BuiltUnit, bool]:
         from torch.utils import cpp_extension
+
+        from verifier.gates.hack_build import candidate_lines, read_text
 
         key = inline_key(kwargs)
         target = build_dir / "inline" / key
-        cached = target.is_dir() and any(target.glob("*.so"))
-        target.mkdir(parents=True, exist_ok=True)
         name = str(kwargs.get("name", "candidate_ext"))
-        args = dict(name=name, cpp_sources=kwargs.get("cpp_sources", ""), functions=kwargs.get("functions"),
-                    extra_cflags=[f for f in kwargs.get("extra_cflags") or [] if f in INLINE_FLAG_ALLOW],
-                    extra_ldflags=[f for f in kwargs.get("extra_ldflags") or [] if f in INLINE_FLAG_ALLOW],
-                    build_directory=str(target), verbose=False, with_cuda=False)
-        try:
-            cpp_extension.load_inline(**args)
-        except Exception as exc:  # torch raises RuntimeError with the full compiler log
-            return False, cpu_native.trim_diagnostics(str(exc), str(target)), "", False
+        library, record = target / f"{name}.so", target / "preprocessed.json"
+        cached = library.is_file() and record.is_file()
+        first, last = inline_source_lines(kwargs)
+        if not cached:
+            target.mkdir(parents=True, exist_ok=True)
+            flags = [f for f in kwargs.get("extra_cflags") or [] if f in INLINE_FLAG_ALLOW]
+            args = dict(name=name, cpp_sources=kwargs.get("cpp_sources", ""), functions=kwargs.get("functions"),
+                        extra_cflags=[*flags, "-save-temps"],  # main.ii: the build-policy checks read it
+                        extra_ldflags=[f for f in kwargs.get("extra_ldflags") or [] if f in INLINE_FLAG_ALLOW],
+                        build_directory=str(target), verbose=False, with_cuda=False)
+            try:
+                cpp_extension.load_inline(**args)
+            except Exception as exc:  # torch raises RuntimeError with the full compiler log
+                return False, cpu_native.trim_diagnostics(str(exc), str(target)), (), BuiltUnit("load_inline"), False
+            text, includes = candidate_lines(read_text(target / "main.ii"), first, last)
+            record.write_text(json.dumps({"text": text, "includes": includes}))
+            for temp in target.glob("main.[ios]*"):
+                temp.unlink()  # the preprocessed text is kept in record; 20 MB of main.ii is not
+        text, includes = cpu_native._read_record(record)
         self._inline_built[key] = (name, str(target))
-        return True, "", str(target), cached
+        unit = BuiltUnit(f"load_inline cpp_sources (line {line})", text, includes, (str(library),), line_offset=first - 1)
+        return True, "", (str(library), str(record)), unit, cached
 
     def load(self, candidate_source: str, build_dir: Path) -> type:
         """Import the candidate in a fresh module namespace; loaders only load prebuilt code."""

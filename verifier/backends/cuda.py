@@ -27,11 +27,13 @@ from typing import Any, Callable
 
 from kernelbench_npu.spec import TaskSpec
 from verifier.backends.base import Availability, Backend, CompileOutcome, GateCapability
+from verifier.backends import cuda_policy
 from verifier.backends.cuda_sources import CandidateFormatError, InlineExtension, extract_inline_extensions
 from verifier.backends.gpu_timing import cuda_event_timer, gpu_present
 from verifier.backends.pymodule import import_candidate, model_new_class
 from verifier.backends.scaffolds import read_scaffold
 from verifier.backends.toolrun import ToolRun, run_tool, trim_diagnostics
+from verifier.sandbox.compile_cache import CacheEntry
 
 DEFAULT_ARCH = "sm_90"
 _PTXAS_FUNC = re.compile(r"Compiling entry function '(\w+)' for '(\w+)'")
@@ -148,6 +150,12 @@ class CudaBackend(Backend):
             return f"cuda candidate format: {exc}"
         return ""
 
+    def cache_entries(self, candidate_source: str) -> tuple[CacheEntry, ...]:
+        if gpu_present()[0] or find_nvcc() is None:
+            return ()  # a GPU build also leaves torch's extension dir, which is private to the verification
+        digest, key = _digests(target_arch(), nvcc_version(find_nvcc()), candidate_source)
+        return (CacheEntry(key, f"cuda-{digest}"),)
+
     def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
         start = time.perf_counter()
         try:
@@ -158,24 +166,28 @@ class CudaBackend(Backend):
         if nvcc is None:
             return CompileOutcome(False, "cuda: nvcc not found (set CUDA_HOME)", time.perf_counter() - start)
         arch = target_arch()
-        digest = hashlib.sha256(f"{arch}\0{candidate_source}".encode()).hexdigest()[:20]
+        digest, _ = _digests(arch, nvcc_version(nvcc), candidate_source)
         work = build_dir / f"cuda-{digest}"
         marker = work / "compile-ok.txt"
-        gpu_build = _gpu_build(candidate_source, build_dir) if gpu_present()[0] else ""
+        gpu = gpu_present()[0]
+        gpu_build = _gpu_build(candidate_source, build_dir) if gpu else ""
         if gpu_build:
             return CompileOutcome(False, gpu_build, time.perf_counter() - start)
+        gpu_units = cuda_policy.gpu_units(build_dir / "torch_extensions", extensions) if gpu else ()
         if marker.is_file():
-            return CompileOutcome(True, marker.read_text(), time.perf_counter() - start, cached=True,
-                                  artifacts=tuple(str(p) for p in sorted(work.glob("*.o"))))
+            return CompileOutcome(True, marker.read_text(), time.perf_counter() - start, cached=True, artifacts=(str(work),),
+                                  units=cuda_policy.compile_only_units(extensions, work) + gpu_units)
         work.mkdir(parents=True, exist_ok=True)
         runs = self._compile_units(nvcc, arch, extensions, work, timeout_s)
         seconds = time.perf_counter() - start
         failed = [r for r in runs if not r.ok]
         if failed:
             return CompileOutcome(False, _failure_feedback(failed, work), seconds)
+        cuda_policy.write_records(extensions, work)
         summary = ptxas_summary("\n".join(r.stderr + r.stdout for r in runs))
         marker.write_text(summary)
-        return CompileOutcome(True, summary, seconds, artifacts=tuple(str(p) for p in sorted(work.glob("*.o"))))
+        return CompileOutcome(True, summary, seconds, artifacts=(str(work),),
+                              units=cuda_policy.compile_only_units(extensions, work) + gpu_units)
 
     def _compile_units(self, nvcc: str, arch: str, extensions: tuple[InlineExtension, ...], work: Path,
                        timeout_s: float) -> list[ToolRun]:
@@ -187,11 +199,11 @@ class CudaBackend(Backend):
             cu.write_text(ext.cuda_unit())
             jobs.append([nvcc, f"-arch={arch}", "-c", cu.name, "-o", f"{cu.stem}.cuda.o", "-Xptxas", "-v",
                          "-std=c++17", "-Xcompiler", "-fPIC", define, "-DTORCH_API_INCLUDE_EXTENSION_H",
-                         *nvcc_defines, *includes])
+                         *cuda_policy.NVCC_KEEP, *nvcc_defines, *includes])  # keeps what the build checks read
             if ext.cpp_sources.strip() or ext.functions:
                 cpp.write_text(ext.cpp_unit())
                 cxx = os.environ.get("CXX") or shutil.which("g++") or "c++"
-                jobs.append([cxx, "-fsyntax-only", "-std=c++17", "-fPIC", define,
+                jobs.append([cxx, "-fsyntax-only", "-std=c++17", "-fPIC", define, *cuda_policy.GXX_KEEP,
                              "-DTORCH_API_INCLUDE_EXTENSION_H", *includes, cpp.name])
         with ThreadPoolExecutor(max_workers=2) as pool:
             return list(pool.map(lambda argv: run_tool(argv, work, timeout_s), jobs))
@@ -205,6 +217,10 @@ class CudaBackend(Backend):
         os.environ["TORCH_EXTENSIONS_DIR"] = str(ext_dir)  # private to this verification
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", arch_list_entry(target_arch()))
         return model_new_class(import_candidate(candidate_source, build_dir, "cuda"), self.name)
+
+    def sandbox_paths(self) -> tuple[str, ...]:
+        nvcc = find_nvcc()
+        return (str(Path(nvcc).resolve().parents[1]),) if nvcc else ()
 
     def before_sandbox(self) -> None:
         count_extension_calls()  # before the candidate imports load_inline
@@ -276,6 +292,19 @@ def _gpu_build(candidate_source: str, build_dir: Path) -> str:
     except Exception as exc:  # torch raises RuntimeError with the ninja/nvcc log
         return "load_inline build failed:\n" + trim_diagnostics(str(exc), strip_prefixes=(str(build_dir),))
     return ""
+
+
+def _digests(arch: str, nvcc_release: str, candidate_source: str) -> tuple[str, str]:
+    """(the build directory's short digest, the compile-cache key: arch, nvcc and torch's headers too)."""
+    from importlib import metadata
+
+    digest = hashlib.sha256(f"{arch}\0{candidate_source}".encode()).hexdigest()[:20]
+    try:
+        torch_version = metadata.version("torch")
+    except metadata.PackageNotFoundError:
+        torch_version = "?"
+    key = hashlib.sha256(f"{arch}\0{nvcc_release}\0{torch_version}\0{candidate_source}".encode()).hexdigest()
+    return digest, key
 
 
 def _failure_feedback(failed: list[ToolRun], work: Path) -> str:

@@ -90,14 +90,35 @@ def _files(ctx: NativeContext) -> Iterator[Finding]:
     yield from _word_hits(ctx, types, "c_files_and_network", why)
 
 
+_DIRECTIVE_VIEW = re.compile(r'//[^\n]*|/\*.*?\*/|("(?:\\.|[^"\\\n])*")', re.S)
+_DIRECTIVE = re.compile(r"\s*(?:#|%:)\s*(include_next|include|import|embed|line\b|\d)")
+
+
+def directive_lines(raw: str) -> list[str]:
+    """Lines as the preprocessor reads directives: line splices joined, comments gone, strings kept."""
+    joined = raw.replace("\\\n", "")
+    return _DIRECTIVE_VIEW.sub(lambda m: m.group(1) or " ", joined).splitlines()
+
+
 @native_check("c_includes")
 def _includes(ctx: NativeContext) -> Iterator[Finding]:
     # D4: `#include "/abs/path"` reads any visible file at compile time; headers for threads/processes.
+    # A computed `#include MACRO`, #embed and #include_next read files too; #line and line markers
+    # (`# 1 "/usr/include/x.h" 3`) relabel the candidate's code as a system header's.
     banned = {"thread", "pthread.h", "future", "fstream", "dlfcn.h", "signal.h", "csignal", "spawn.h",
               "unistd.h", "random", "sched.h", "sys/", "filesystem", "fcntl.h", "threads.h"}
-    for lineno, line in enumerate(ctx.raw.splitlines(), 1):
-        m = re.match(r'\s*#\s*include\s*([<"])([^>"]*)[>"]', line)
+    for lineno, line in enumerate(directive_lines(ctx.raw), 1):
+        directive = _DIRECTIVE.match(line)
+        if directive is None:
+            continue
+        word = directive.group(1)
+        if word != "include":
+            what = "line markers" if word.isdigit() else f"#{word} directives"
+            yield Finding("c_includes", f"{what} are not allowed", lineno)
+            continue
+        m = re.match(r'\s*(?:#|%:)\s*include\s*([<"])([^>"]*)[>"]', line)
         if not m:
+            yield Finding("c_includes", "computed #include (a macro naming the file) is not allowed", lineno)
             continue
         header = m.group(2).strip()
         if m.group(1) == '"':

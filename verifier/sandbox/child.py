@@ -13,6 +13,7 @@ import resource
 import sys
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 from verifier.sandbox import messages as msg
@@ -56,8 +57,10 @@ class Child:
                                        note=outcome.note)
         else:  # no compiler here: the parent reports the gate as unavailable, correctness still runs
             report = msg.CompileReport(True, "", 0.0, compiled=False)
+        if report.ok and report.compiled:  # still no candidate code has run: the build's own hashes and findings
+            report = replace(report, **build_report(outcome, backend, build_dir, self.cfg.disabled_checks))
         self.send(report)
-        if report.ok and "correctness" in self.cfg.gates:
+        if report.ok and not report.policy and "correctness" in self.cfg.gates:
             self.run_sandboxed(backend, build_dir)
 
     def run_sandboxed(self, backend, build_dir: Path) -> None:
@@ -97,6 +100,19 @@ class Child:
 
     def wait_for_go(self) -> bool:
         return isinstance(msg.receive(self.in_fd, time.monotonic() + self.cfg.timeout_s, self.nonce), msg.Go)
+
+
+def build_report(outcome, backend, build_dir: Path, disabled: tuple[str, ...]) -> dict[str, tuple]:
+    """The compile report's trusted part: hashes of the built files (for the compile cache) and the
+    build-policy findings (preprocessed code, included files, undefined symbols)."""
+    from verifier.gates.hack_build import check_units
+    from verifier.sandbox import isolation
+    from verifier.sandbox.compile_cache import hash_artifacts
+
+    roots = (*isolation.SYSTEM_READ_EXEC, *isolation.runtime_read_exec(backend.sandbox_paths()), str(build_dir))
+    findings = check_units(outcome.units, roots, disabled)
+    return {"artifacts": tuple(sorted(hash_artifacts(build_dir, outcome.artifacts).items())),
+            "policy": tuple(f.line_text() for f in findings)}
 
 
 def main(argv: list[str]) -> int:

@@ -63,6 +63,7 @@ class ChildConfig:
     warmup_calls: int
     memory_limit_mb: int
     file_size_limit_mb: int
+    disabled_checks: tuple[str, ...] = ()  # static checks the user turned off (the build-policy checks too)
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,8 @@ class CompileReport:
     cached: bool = False
     compiled: bool = True  # False: no compiler ran here (the gate plan marks compile unavailable)
     note: str = ""  # what a passing compile reached, when it is not a full build (triton-ascend: HIVM)
+    artifacts: tuple[tuple[str, str], ...] = ()  # (path in the build dir, sha256): for the compile cache
+    policy: tuple[str, ...] = ()  # build-policy findings (verifier.gates.hack_build): a hack failure
 
 
 @dataclass(frozen=True)
@@ -275,6 +278,8 @@ def _decode_config(cls: type) -> Callable[[dict, list], Any]:
         values["trials"] = TrialSpec(**_fields_of(TrialSpec, dict(values["trials"])))
         if "gates" in values:
             values["gates"] = tuple(_text(g) for g in values["gates"])
+        if "disabled_checks" in values:
+            values["disabled_checks"] = tuple(_text(c) for c in values["disabled_checks"])
         if "backend_context" in values:
             values["backend_context"] = tuple((_text(k), _text(v)) for k, v in values["backend_context"])
         return cls(**values)
@@ -285,7 +290,9 @@ _DECODERS: dict[str, Callable[[dict, list], Any]] = {
     ChildConfig.KIND: _decode_config(ChildConfig),
     ReferenceConfig.KIND: _decode_config(ReferenceConfig),
     CompileReport.KIND: lambda h, _a: CompileReport(bool(h["ok"]), _text(h["diagnostics"]), float(h["seconds"]),
-                                                    bool(h["cached"]), bool(h["compiled"]), _text(h["note"])),
+                                                    bool(h["cached"]), bool(h["compiled"]), _text(h["note"]),
+                                                    tuple((_text(p), _text(d)) for p, d in h["artifacts"]),
+                                                    tuple(_text(line) for line in h["policy"])),
     LoadReport.KIND: lambda h, _a: LoadReport(bool(h["ok"]), float(h["seconds"]), _text(h["error"]),
                                               bool(h["seccomp"]), _text(h["seccomp_off_reason"])),
     TrialBatch.KIND: _decode_batch,

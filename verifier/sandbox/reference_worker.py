@@ -14,6 +14,7 @@ for bit before the child places them on the device).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -35,9 +36,12 @@ def trivial_errors(ref: np.ndarray, inputs: list) -> dict[str, float]:
     return errors
 
 
-def _workload(model, inputs: list) -> msg.ReferenceWorkload | None:
+def _workload(model, inputs: list, workdir: str) -> msg.ReferenceWorkload | None:
     """The task's workload; None when counting fails (the verdict then has no roofline position,
     which must never cost the correctness check its reference outputs)."""
+    # torch.utils.flop_counter imports torch._dynamo, whose import asks for an inductor cache dir (a new
+    # temp dir unless one is named): name this worker's existing directory, since it may write nowhere
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", workdir)
     from verifier.sandbox.workload import count_workload
 
     try:
@@ -71,7 +75,7 @@ def main(argv: list[str]) -> int:
         msg.send(out_fd, cfg.nonce, msg.ReferenceOutputs(
             trial.index, tuple(str(o.dtype).removeprefix("torch.") for o in outputs), tuple(arrays),
             tuple(trivial_errors(a, numpy_inputs) for a in arrays)))
-    workload = _workload(model, inp.inputs_for(problem, spec.input_seed, inp.plan(1)[0]))
+    workload = _workload(model, inp.inputs_for(problem, spec.input_seed, inp.plan(1)[0]), cfg.workdir)
     if workload is not None:
         msg.send(out_fd, cfg.nonce, workload)
     msg.send(out_fd, cfg.nonce, msg.ReferenceDone())

@@ -4,8 +4,14 @@ Root ignores RLIMIT_NPROC, so process limits alone cannot bound a fork bomb or s
 from signalling the caller. The filter kills the child (SIGSYS) on: process creation (fork, vfork,
 clone without CLONE_THREAD), exec, signals to any other process (kill/tgkill with a foreign pid,
 tkill, pidfd_send_signal), ptrace and cross-process memory access, and raising resource limits.
-``socket`` fails with EACCES (no network). Threads (clone with CLONE_THREAD) stay allowed: the
+``socket`` fails with EACCES (no network). Changing the metadata of files (chmod, chown, utime,
+extended attributes) fails with EPERM: Landlock does not govern those, and uid 0 without
+capabilities still owns root's files (it could chmod the lake to 000). Threads (clone with CLONE_THREAD) stay allowed: the
 OpenMP pool needs them. clone3 answers ENOSYS so glibc falls back to clone, which BPF can inspect.
+
+The filter is installed on every thread of the process at once (``SECCOMP_FILTER_FLAG_TSYNC``):
+threads started before it (numpy's OpenBLAS pool, torch's) would otherwise run unfiltered, and
+native code can get work onto them.
 
 x86_64 only; elsewhere :func:`install` returns False and the caller reports it.
 """
@@ -19,7 +25,8 @@ import platform
 import struct
 
 AUDIT_ARCH_X86_64 = 0xC000003E
-PR_SET_NO_NEW_PRIVS, PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 38, 22, 2
+PR_SET_NO_NEW_PRIVS = 38
+SYS_SECCOMP, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC = 317, 1, 1
 RET_KILL_PROCESS, RET_ALLOW, RET_ERRNO = 0x80000000, 0x7FFF0000, 0x00050000
 CLONE_THREAD = 0x00010000
 # BPF opcodes
@@ -29,6 +36,9 @@ LD_W_ABS, JEQ_K, JSET_K, JGE_K, RET_K = 0x20, 0x15, 0x45, 0x35, 0x06
 NR = dict(setpgid=109, setsid=112, socket=41, clone=56, fork=57, vfork=58, execve=59, kill=62, ptrace=101, setrlimit=160,
           tkill=200, tgkill=234, prlimit64=302, process_vm_readv=310, process_vm_writev=311,
           execveat=322, pidfd_send_signal=424, clone3=435)
+METADATA = dict(chmod=90, fchmod=91, chown=92, fchown=93, lchown=94, utime=132, setxattr=188, lsetxattr=189,
+                fsetxattr=190, removexattr=197, lremovexattr=198, fremovexattr=199, utimes=235, fchownat=260,
+                futimesat=261, fchmodat=268, utimensat=280, fchmodat2=452)
 ALWAYS_KILL = ("fork", "vfork", "execve", "execveat", "ptrace", "setrlimit", "tkill", "setsid", "setpgid",
                "process_vm_readv", "process_vm_writev", "pidfd_send_signal")
 OFF_NR, OFF_ARCH = 0, 4
@@ -51,6 +61,7 @@ def _program(own_pid: int) -> list[tuple[int, int, int, int]]:
     prog: list = [("ld", OFF_ARCH), ("jne", AUDIT_ARCH_X86_64, "kill"), ("ld", OFF_NR),
                   ("jge", 0x40000000, "kill")]  # x32 ABI numbers alias the 64-bit ones
     prog += [("jeq", NR[name], "kill") for name in ALWAYS_KILL]
+    prog += [("jeq", number, "eperm") for number in METADATA.values()]
     prog += [("jeq", NR["clone3"], "enosys"), ("jeq", NR["socket"], "eacces"),
              ("jeq", NR["clone"], "clone"), ("jeq", NR["kill"], "own_pid"),
              ("jeq", NR["tgkill"], "own_pid"), ("jeq", NR["prlimit64"], "prlimit"), ("ret", RET_ALLOW)]
@@ -61,7 +72,8 @@ def _program(own_pid: int) -> list[tuple[int, int, int, int]]:
              ("jne", 0, "kill"), ("ret", RET_ALLOW)]
     prog += [("label", "allow"), ("ret", RET_ALLOW), ("label", "kill"), ("ret", RET_KILL_PROCESS),
              ("label", "enosys"), ("ret", RET_ERRNO | errno.ENOSYS),
-             ("label", "eacces"), ("ret", RET_ERRNO | errno.EACCES)]
+             ("label", "eacces"), ("ret", RET_ERRNO | errno.EACCES),
+             ("label", "eperm"), ("ret", RET_ERRNO | errno.EPERM)]
     return _assemble(prog)
 
 
@@ -106,6 +118,9 @@ def install() -> bool:
     libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
     if libc.prctl(PR_SET_NO_NEW_PRIVS, 1, None, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
-    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
-        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP) failed")
+    libc.syscall.restype = ctypes.c_long
+    result = libc.syscall(ctypes.c_long(SYS_SECCOMP), ctypes.c_uint(SECCOMP_SET_MODE_FILTER),
+                          ctypes.c_uint(SECCOMP_FILTER_FLAG_TSYNC), ctypes.byref(fprog))
+    if result != 0:  # > 0: the id of a thread that could not take the filter
+        raise OSError(ctypes.get_errno() if result < 0 else 0, f"seccomp(SET_MODE_FILTER, TSYNC) failed ({result})")
     return True

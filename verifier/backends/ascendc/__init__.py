@@ -18,7 +18,7 @@ from kernelbench_npu.spec import TaskSpec
 from verifier.backends.ascendc.build import BUILDERS, project_dir
 from verifier.backends.ascendc.candidate import AscendCFormatError, parse_candidate
 from verifier.backends.ascendc.toolchain import locate_cann, probe_npu, toolchain_problem
-from verifier.backends.base import Availability, Backend, CompileOutcome, GateCapability, SeedItem
+from verifier.backends.base import Availability, Backend, BuiltUnit, CompileOutcome, GateCapability, SeedItem
 from verifier.backends.pymodule import import_candidate, model_new_class
 from verifier.backends.scaffolds import read_scaffold, scaffold_sections
 
@@ -71,7 +71,10 @@ class AscendCBackend(Backend):
         artifacts = (str(result.library),) if result.library else ()
         if result.ok and result.opp_vendor_dir is not None:
             (root / "opp_vendor_dir.txt").write_text(str(result.opp_vendor_dir))
-        return CompileOutcome(result.ok, result.feedback, time.perf_counter() - start, artifacts=artifacts)
+        # CANN's runtime names are not on the symbol allowlist: refuse the known-dangerous calls only
+        units = (BuiltUnit(f"Ascend C build of {candidate.op_name}", binaries=artifacts, strict_symbols=False),)
+        return CompileOutcome(result.ok, result.feedback, time.perf_counter() - start, artifacts=artifacts,
+                              units=units if result.ok else ())
 
     def load(self, candidate_source: str, build_dir: Path) -> type:
         problem = toolchain_problem(locate_cann())
@@ -90,6 +93,12 @@ class AscendCBackend(Backend):
 
         sys.path.insert(0, str(root / "lib"))
         return model_new_class(import_candidate(candidate_source, build_dir, "ascendc"), self.name)
+
+    def sandbox_paths(self) -> tuple[str, ...]:
+        chain = locate_cann()
+        tools = [t.parent for t in (chain.bisheng, chain.msopgen) if t is not None]
+        installs = [p for p in (Path("/usr/local/Ascend"), Path("/etc/ascend_install.info")) if p.exists()]
+        return tuple(str(p) for p in ([chain.root] if chain.root else []) + tools + installs)
 
     def device(self) -> str:
         return "npu"

@@ -27,6 +27,7 @@ built, the toolchain directory, the SoC and whether an NPU is usable, passed thr
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -101,6 +102,12 @@ class TritonAscendBackend(Backend):
     def compile_context(self, task: TaskSpec) -> dict[str, str]:
         return {"task_source": task.source, "toolchains": str(toolchains_root()), "soc": target_soc(),
                 "device": "npu" if npu.npu_ready()[0] else "cpu"}
+
+    def sandbox_paths(self) -> tuple[str, ...]:
+        """The toolchain environments (its Python, triton-ascend, bishengir-compile) and CANN when present."""
+        paths = [str(toolchains_root())]
+        cann = os.environ.get("ASCEND_HOME_PATH") or os.environ.get("ASCEND_TOOLKIT_HOME")
+        return tuple(paths + ([cann] if cann else []))
 
     def correctness_task_source(self, task_source: str) -> str:
         return task_source if npu.npu_ready()[0] else shrink_task_source(task_source)

@@ -6,4 +6,4 @@ SELECT a.attempt_id, a.task_id, a.iteration, a.stage, a.feasible, a.failed_gate,
 FROM attempts AS a
 LEFT JOIN items AS i ON i.source_attempt_id = a.attempt_id AND i.kind = 'trace'
 WHERE a.campaign_id = $campaign_id AND a.task_id = $task_id
-ORDER BY a.iteration;
+ORDER BY a.iteration

@@ -1,2 +1,2 @@
 -- One committed attempt, every column (resume completes its side effects from it).
-SELECT * FROM attempts WHERE attempt_id = $attempt_id;
+SELECT * FROM attempts WHERE attempt_id = $attempt_id

@@ -3,4 +3,4 @@ SELECT campaign_id, build_hash, backend, model, method, settings_json, status, s
 FROM campaigns
 WHERE campaign_id = $campaign_id
 ORDER BY recorded_at DESC
-LIMIT 1;
+LIMIT 1

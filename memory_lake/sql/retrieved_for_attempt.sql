@@ -4,4 +4,4 @@ SELECT r.item_id, i.kind, i.title, i.body, i.code, i.task_id, r.rank, r.similari
 FROM retrievals AS r
 JOIN items AS i USING (item_id)
 WHERE r.attempt_id = $attempt_id
-ORDER BY r.rank;
+ORDER BY r.rank

@@ -3,4 +3,4 @@ SELECT item_id, kind, title, body, code, task_id, feasible, latency_ms, speedup
 FROM items
 WHERE parent_item_id = $parent_item_id AND kind = 'trace'
 ORDER BY created_at DESC
-LIMIT $limit;
+LIMIT $limit

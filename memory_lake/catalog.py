@@ -1,0 +1,225 @@
+"""A lake's catalog: creating its tables, views and options, reading its metadata row, opening it
+live or as of a snapshot, and listing its snapshots.
+
+Creation commits the tables and the item_values view, then sets per-table options (DuckLake sets
+options only on committed tables), then commits the lake_meta row, the value clock and the seed
+items together: that last transaction is the commit point, and a catalog without a lake_meta row
+holds no lake (creating it again finishes the job).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+import duckdb
+
+from memory_lake import engine
+from memory_lake.errors import LakeError
+from memory_lake.schema import ALL_TABLES, FILE_TABLES, ROW_GROUP_ROWS, column_type, create_table_sql
+from memory_lake.sqlfiles import sql
+from memory_lake.storage import CATALOG_FILE, Location, normalise_data_path, parse
+
+FORMAT_VERSION = 2  # 1: Parquet files under a directory (before DuckLake); 2: DuckLake
+OLD_META_FILE = "lake.json"  # marks a format-1 lake (see migrate.py)
+# Physical sort order of each table's files (applied when DuckLake compacts them), for pruning.
+SORT_KEYS = {"items": "item_id", "docs": "item_id", "postings": "term, item_id", "champions": "term, item_id",
+             "value_updates": "item_id, stage, seq", "retrievals": "attempt_id, rank", "attempts": "attempt_id",
+             "campaigns": "campaign_id, recorded_at", "llm_calls": "call_id"}
+
+
+@dataclass(frozen=True)
+class LakeMeta:
+    format: int
+    backend: str
+    q_init: float
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    snapshot_id: int
+    time: datetime
+    changes: str
+
+
+def attach_live(location: Location, create: bool = False, data_path: str | None = None) -> duckdb.DuckDBPyConnection:
+    """A connection with the lake attached as ``lake`` (created when ``create``)."""
+    if not create:
+        _check_exists(location)
+    con = engine.new_connection()
+    try:
+        engine.attach(con, location.catalog, data_path=data_path, create=create)
+    except duckdb.Error as exc:
+        con.close()
+        raise LakeError(f"{location.label}: cannot open the lake catalog ({engine.first_line(exc)})") from None
+    return con
+
+
+def attach_as_of(location: Location, as_of: str | int) -> duckdb.DuckDBPyConnection:
+    """A read-only connection with the lake as it was at a snapshot id or a timestamp."""
+    _check_exists(location)
+    snapshot, when = parse_as_of(as_of)
+    con = engine.new_connection()
+    try:
+        engine.attach(con, location.catalog, snapshot=snapshot, snapshot_time=when)
+    except duckdb.Error as exc:
+        con.close()
+        raise LakeError(f"{location.label}: no snapshot at --as-of {as_of} ({engine.first_line(exc)})") from None
+    return con
+
+
+def parse_as_of(as_of: str | int) -> tuple[int | None, str | None]:
+    """A snapshot id (an integer) or an ISO timestamp (UTC unless it names a zone)."""
+    text = str(as_of).strip()
+    if text.isdigit():
+        return int(text), None
+    try:
+        when = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise LakeError(f"--as-of {text}: expected a snapshot id or a timestamp like 2026-11-23T05:00") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return None, when.isoformat()
+
+
+def create_lake(location: Location, backend: str, q_init: float, data_path: str | None,
+                seed: Callable[[duckdb.DuckDBPyConnection], None]) -> duckdb.DuckDBPyConnection:
+    """Create the catalog, its tables and the lake_meta row; ``seed(con)`` runs in the same transaction."""
+    _check_new(location)
+    data_path = data_path or location.default_data_path()
+    if not data_path:
+        raise LakeError(f"{location.label}: a new catalog lake needs a data path (--data-path DIR or "
+                        "s3://bucket/prefix, or EVOKERNEL_LAKE_DATA_PATH)")
+    if location.directory is not None:
+        location.directory.mkdir(parents=True, exist_ok=True)
+        _new_wal_catalog(location.directory / CATALOG_FILE)
+    con = attach_live(location, create=True, data_path=normalise_data_path(data_path))
+    if _has_meta(con):
+        con.close()
+        raise LakeError(f"{location.label}: already exists (a lake is created only once)")
+    meta = {"format": FORMAT_VERSION, "backend": backend, "q_init": float(q_init),
+            "created_at": datetime.now(timezone.utc)}
+
+    def tables(c: duckdb.DuckDBPyConnection) -> None:
+        for table in ALL_TABLES:
+            c.execute(create_table_sql(table))
+        c.execute("CREATE OR REPLACE VIEW item_values AS " + sql("item_values"))
+
+    def commit_point(c: duckdb.DuckDBPyConnection) -> None:
+        c.execute("INSERT INTO value_clock VALUES (0)")
+        c.execute("INSERT INTO lake_meta VALUES ($format, $backend, $q_init, $created_at)", meta)
+        seed(c)
+
+    try:
+        engine.transaction(con, tables)
+        _set_table_options(con)  # DuckLake sets options only on committed tables
+        engine.transaction(con, commit_point)
+    except BaseException:
+        con.close()
+        raise
+    return con
+
+
+def _new_wal_catalog(path: Path) -> None:
+    """An empty SQLite catalog in WAL mode: readers then never block the writer (one machine)."""
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA journal_mode=WAL")
+
+
+def _set_table_options(con: duckdb.DuckDBPyConnection) -> None:
+    for table in FILE_TABLES:  # read file by file: never inlined into the catalog
+        con.execute(f"CALL ducklake_set_option('{engine.ALIAS}', 'data_inlining_row_limit', 0, table_name => '{table}')")
+    for table, rows in ROW_GROUP_ROWS.items():
+        con.execute(f"CALL ducklake_set_option('{engine.ALIAS}', 'parquet_row_group_size', {rows}, "
+                    f"table_name => '{table}')")
+    for table, keys in SORT_KEYS.items():
+        con.execute(f"ALTER TABLE {table} SET SORTED BY ({keys})")
+
+
+def add_missing_columns(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
+    """Schema evolution: columns added to the lake's tables since it was created are added to its
+    catalog (DuckLake's ALTER TABLE ADD COLUMN: files written before read the column as NULL).
+    Idempotent and safe when several processes open an old lake at once. Returns "table.column"s."""
+    existing = {(t, c) for t, c in con.execute(
+        "SELECT table_name, column_name FROM information_schema.columns WHERE table_catalog = $alias",
+        {"alias": engine.ALIAS}).fetchall()}
+    missing = [(t, f.name) for t, schema in ALL_TABLES.items() for f in schema
+               if (t, f.name) not in existing and any(name == t for name, _ in existing)]
+    if not missing:
+        return ()
+
+    def add(c: duckdb.DuckDBPyConnection) -> None:
+        for table, column in missing:  # table and column: known names from schema.py
+            c.execute(f"ALTER TABLE {table} ADD COLUMN IF NOT EXISTS {column} {column_type(table, column)}")
+
+    engine.transaction(con, add)
+    return tuple(f"{t}.{c}" for t, c in missing)
+
+
+def read_meta(con: duckdb.DuckDBPyConnection, location: Location) -> LakeMeta:
+    if not _has_meta(con):
+        raise LakeError(f"{location.label}: no memory lake here (the catalog holds no lake_meta row)")
+    row = con.execute("SELECT format, backend, q_init, created_at FROM lake_meta LIMIT 1").fetchall()[0]
+    return LakeMeta(int(row[0]), str(row[1]), float(row[2]), row[3])
+
+
+def snapshots(con: duckdb.DuckDBPyConnection) -> tuple[Snapshot, ...]:
+    rows = con.execute(sql("snapshots")).fetchall()
+    return tuple(Snapshot(int(i), t, str(c or "")) for i, t, c in rows)
+
+
+def exists(location: Location) -> bool:
+    """Whether a lake (a committed lake_meta row) is at ``location``."""
+    if location.catalog_exists() is False:
+        return False
+    try:
+        con = attach_live(location)
+    except LakeError:
+        return False
+    try:
+        return _has_meta(con)
+    finally:
+        con.close()
+
+
+def _has_meta(con: duckdb.DuckDBPyConnection) -> bool:
+    found = con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = $db AND table_name = 'lake_meta'",
+                        {"db": engine.ALIAS}).fetchall()[0][0]
+    return bool(found) and bool(con.execute("SELECT count(*) FROM lake_meta").fetchall()[0][0])
+
+
+def _check_exists(location: Location) -> None:
+    if location.catalog_exists() is False:
+        if location.directory is not None and (location.directory / OLD_META_FILE).exists():
+            raise LakeError(f"{location.label}: a lake of the old directory format; move it into a DuckLake lake "
+                            f"with `evokernel lake migrate {location.label} NEW`")
+        raise LakeError(f"{location.label}: no memory lake here (run `evokernel lake init --lake {location.label} "
+                        "--backend NAME`)")
+
+
+def _check_new(location: Location) -> None:
+    directory = location.directory
+    if location.catalog_exists():
+        raise LakeError(f"{location.label}: already exists (a lake is created only once)")
+    if directory is not None and directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        raise LakeError(f"{location.label}: already exists and is not empty (a lake is created only once)")
+    if location.kind == "sqlite":
+        Path(location.catalog[len("ducklake:sqlite:"):]).parent.mkdir(parents=True, exist_ok=True)
+
+
+def attach_script(uri: str) -> str:
+    """The SQL that opens the lake at ``uri`` in plain DuckDB, read-only (values are written by the
+    lake's own clock transactions: write through memory_lake)."""
+    location = parse(uri)
+    needs = ("ducklake", "postgres" if location.kind == "postgres" else "sqlite", "httpfs")
+    lines = ["-- DuckDB 1.5.5. Extensions from the duckdb-extension-* wheels (where DuckDB can download,",
+             "-- INSTALL ducklake; INSTALL sqlite; INSTALL postgres; INSTALL httpfs; does the same):"]
+    lines += [f"LOAD '{engine.extension_path(engine.EXTENSIONS[name])}';" for name in needs]
+    lines += ["-- data on S3: CREATE SECRET (TYPE s3, KEY_ID '...', SECRET '...', ENDPOINT 'host:port', URL_STYLE 'path');",
+              f"ATTACH {engine.literal(location.catalog)} AS lake (READ_ONLY);", "USE lake;",
+              "-- e.g. SELECT kind, count(*) FROM items GROUP BY kind;  SELECT * FROM lake.snapshots();"]
+    return "\n".join(lines)

@@ -1,0 +1,83 @@
+"""What retrieval reads, pinned to a catalog snapshot: the data files of the tables it reads file by
+file (items, docs, postings, champions) and the postings files the champion lists cover.
+
+Listing files costs catalog round trips, so the list is refreshed only when a snapshot committed
+since the last look touched one of those tables: one small query on DuckLake's own
+``ducklake_snapshot_changes`` catalog table tells. All lists come from one transaction, so they
+belong to one snapshot (an items batch and its postings appear together).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import duckdb
+
+from memory_lake.engine import ALIAS, METADATA
+from memory_lake.schema import FILE_TABLES
+from memory_lake.sqlfiles import sql
+
+_CHANGE = re.compile(r"(\w+):(\d+)")
+
+
+@dataclass(frozen=True, order=True)
+class DataFile:
+    path: str  # as DuckLake lists it: an absolute local path or an s3:// URL
+    size: int
+
+
+@dataclass(frozen=True)
+class Files:
+    """Data files per file table at one snapshot, and the postings files the champions cover."""
+
+    snapshot: int = -1
+    tables: dict[str, tuple[DataFile, ...]] = field(default_factory=dict)
+    covered: frozenset[str] = frozenset()
+
+    def paths(self, table: str) -> list[str]:
+        return [f.path for f in self.tables.get(table, ())]
+
+
+class FileState:
+    """The current ``Files`` of one lake connection, refreshed when a snapshot touched them."""
+
+    def __init__(self) -> None:
+        self.files = Files()
+        self._table_ids: dict[str, str] | None = None
+        self.values_changed = True  # whether value_updates changed since the last refresh
+
+    def refresh(self, con: duckdb.DuckDBPyConnection) -> Files:
+        if self._table_ids is None:
+            rows = con.execute(f"SELECT table_name, table_id FROM {METADATA}.ducklake_table "
+                               "WHERE end_snapshot IS NULL").fetchall()
+            self._table_ids = {str(table_id): name for name, table_id in rows}
+        changes = con.execute(sql("snapshot_changes").replace("{metadata}", METADATA),
+                              {"snapshot": self.files.snapshot}).fetchall()
+        if not changes:
+            return self.files
+        touched = {self._table_ids.get(table_id, "?") for text, _ in changes for _, table_id in
+                   _CHANGE.findall(text or "")}
+        self.values_changed = self.values_changed or "value_updates" in touched
+        latest = max(snapshot for _, snapshot in changes)
+        if self.files.snapshot < 0 or touched & (set(FILE_TABLES) | {"champion_sources", "?"}):
+            self.files = list_files(con)
+        else:
+            self.files = Files(latest, self.files.tables, self.files.covered)
+        return self.files
+
+
+def list_files(con: duckdb.DuckDBPyConnection) -> Files:
+    """Every file table's data files and the champions' sources, read in one transaction."""
+    con.execute("BEGIN TRANSACTION")
+    try:
+        snapshot = int(con.execute(f"SELECT * FROM ducklake_current_snapshot('{ALIAS}')").fetchall()[0][0])
+        tables = {}
+        for table in FILE_TABLES:
+            rows = con.execute(f"SELECT data_file, data_file_size_bytes FROM ducklake_list_files('{ALIAS}', "
+                               f"'{table}')").fetchall()
+            tables[table] = tuple(sorted(DataFile(path, int(size or 0)) for path, size in rows))
+        covered = frozenset(row[0] for row in con.execute("SELECT data_file FROM champion_sources").fetchall())
+    finally:
+        con.execute("COMMIT")
+    return Files(snapshot, tables, covered)

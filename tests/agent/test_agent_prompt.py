@@ -1,0 +1,107 @@
+"""`evokernel prompt`: the exact prompt of a step, built by the campaign's prepare_step, with the
+section sizes; the lake is read, never written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.main import app
+from evokernel.agent.preview import preview_step
+from evokernel.agent.runtime import agent_context, open_lake
+from evokernel.agent.state import StartPoint, TaskState
+from evokernel.agent.step import prepare_step
+from evokernel.config import load_settings
+from memory_lake import NewItem
+from verifier.backends.cpu import CpuBackend
+
+KERNEL = ("import torch\nfrom verifier.cpu_native import load_c\n\nlib = load_c('extern \"C\" void k{tag}() {{}}', {{}})\n\n"
+          "class ModelNew(torch.nn.Module):\n    def forward(self, x):  # kernel {tag}\n        return x\n")
+
+
+def _prompt(*args: str):
+    result = CliRunner().invoke(app, ["prompt", *args])
+    return result.exit_code, result.output
+
+
+def _files(root: Path) -> list[tuple[str, int]]:
+    """The lake's data and journal files (the lock file an open makes is not data)."""
+    return sorted((str(p.relative_to(root)), p.stat().st_size) for p in root.rglob("*")
+                  if p.is_file() and p.name != "_lake.lock")
+
+
+@pytest.fixture
+def lake_with_kernels(tmp_path, tiny_build):
+    """A lake holding three feasible kernels of the first task (two with the same code) and one of
+    the other task with that same code, as a campaign writes them."""
+    task, other = tiny_build.runnable()[:2]
+    lake = open_lake(tmp_path / "lake", CpuBackend())
+    trace = dict(kind="trace", backend="cpu", category="activation", body="all gates passed", feasible=True)
+    lake.add_items([
+        NewItem(**trace, item_id="t0", task_id=task.task_id, title="iteration 0: feasible, 0.40 ms",
+                code=KERNEL.format(tag="A"), latency_ms=0.4),
+        NewItem(**trace, item_id="t1", task_id=task.task_id, title="iteration 1: feasible, 0.50 ms",
+                code=KERNEL.format(tag="A"), latency_ms=0.5, parent_item_id="t0"),
+        NewItem(**trace, item_id="t2", task_id=task.task_id, title="iteration 2: feasible, 0.45 ms",
+                code=KERNEL.format(tag="B"), latency_ms=0.45, parent_item_id="t0"),
+        NewItem(**trace, item_id="o1", task_id=other.task_id, title="other task: feasible",
+                code=KERNEL.format(tag="A"), latency_ms=0.3),
+    ])
+    lake.close()
+    return tmp_path / "lake", task
+
+
+def test_a_first_draft_on_a_lake_not_yet_made(tmp_path, tiny_build):
+    task = tiny_build.runnable()[0]
+    code, out = _prompt("--build", str(tiny_build.root), "--task", task.task_id, "--lake", str(tmp_path / "lake"))
+    assert code == 0, out
+    assert f"# {task.task_id}, stage 1 (draft): the first draft of a new campaign; no lake at" in out
+    assert "You are an expert performance engineer" in out and task.source.strip() in out
+    assert out.count("The fast loader: `from verifier.cpu_native import load_c`") == 1
+    assert out.count("already in the backend scaffold above; not repeated.") == 2
+    table = out.split("======== sections")[1]
+    for name in ("system", "reference program", "backend scaffold", "retrieved memory", "verifier feedback",
+                 "instructions", "total"):
+        assert f"\n{name} " in table, name
+    assert "0 shown, 2 repeat(s) collapsed, 0 left out" in table
+    assert not (tmp_path / "lake").exists()  # shown on a temporary lake, nothing made at --lake
+
+
+def test_a_refine_prompt_shows_each_kernel_once_and_writes_nothing(lake_with_kernels, tiny_build):
+    lake, task = lake_with_kernels
+    before = _files(lake)
+    code, out = _prompt("--build", str(tiny_build.root), "--task", task.task_id, "--lake", str(lake), "--stage", "2")
+    assert code == 0, out
+    assert "refining the task's 3 feasible kernel(s) in the lake" in out
+    assert out.count("# kernel A") == 1 and out.count("# kernel B") == 1
+    assert "iteration 1: feasible, 0.50 ms (Q = +0.00): same code as the start point; not repeated." in out
+    assert "The best correct kernel so far runs in 0.4 ms" in out
+    assert _files(lake) == before  # no retrievals recorded, nothing compacted or added
+
+
+def test_stage_2_without_a_feasible_kernel_is_a_one_line_error(tmp_path, tiny_build):
+    task = tiny_build.runnable()[0]
+    code, out = _prompt("--build", str(tiny_build.root), "--task", task.task_id, "--lake", str(tmp_path / "l"),
+                        "--stage", "2")
+    assert code == 2 and out.strip().count("\n") == 0
+    assert f"error: no feasible kernel of task {task.task_id} in the lake" in out
+
+
+def test_the_preview_is_the_request_the_campaign_step_sends(lake_with_kernels, tiny_build):
+    lake_root, task = lake_with_kernels
+    settings = load_settings(None, build=tiny_build.root, lake=lake_root, epsilon=0.0)
+    shown = preview_step(settings, task.task_id, stage=2).plan
+    lake = open_lake(lake_root, CpuBackend())
+    try:
+        ctx = agent_context(settings, CpuBackend(), lake, settings.llm, "prompt-preview")
+        points = tuple(StartPoint(i, KERNEL.format(tag=t), ms, None, n)
+                       for n, (i, t, ms) in enumerate((("t0", "A", 0.4), ("t1", "A", 0.5), ("t2", "B", 0.45))))
+        state = TaskState(task.task_id, iterations_done=3, start_points=points, best_ms=0.4, best_item_id="t0",
+                          first_feasible_iteration=0, last_feedback="all gates passed")
+        sent = prepare_step(ctx, task, state)  # as a campaign calls it: retrievals recorded
+        assert sent.request == shown.request and sent.prompt_sections == shown.prompt_sections
+        assert lake.query("SELECT count(*) AS n FROM retrievals").to_pylist()[0]["n"] == len(sent.context)
+    finally:
+        lake.close()

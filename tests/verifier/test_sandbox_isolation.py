@@ -1,0 +1,194 @@
+"""The sandbox's isolation pieces with real kernels features and real processes: Landlock rules,
+the policies of the two sandbox processes, the privilege drop as root (a dedicated uid where the
+runtime allows it, else uid 0 without capabilities), the no-Landlock fallback (a seccomp filter
+makes the Landlock calls fail, as a container profile would), and the seccomp filter reaching
+threads that existed before it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from verifier.sandbox import isolation, landlock, privileges, seccomp
+
+ROOT = Path(__file__).resolve().parents[2]
+needs_landlock = pytest.mark.skipif(not landlock.abi_version()[0], reason=landlock.abi_version()[1] or "Landlock")
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="privilege drop needs root")
+SYSTEM_PYTHON = shutil.which("python3", path="/usr/bin")
+
+
+def _run(code: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=120, cwd=ROOT, **kwargs)
+
+
+@needs_landlock
+def test_a_ruleset_grants_only_what_it_lists(tmp_path):
+    allowed, hidden = tmp_path / "allowed", tmp_path / "hidden"
+    allowed.mkdir()
+    hidden.mkdir()
+    (hidden / "secret").write_text("s")
+    result = _run(f"""
+        import os
+        from verifier.sandbox import landlock
+        os.system("true")
+        import ctypes; ctypes.CDLL(None).prctl(38, 1, 0, 0, 0)
+        rules = landlock.Ruleset(landlock.abi_version()[0])
+        for path in {isolation.runtime_read_exec()!r} + ("/usr", "/lib", "/lib64", "/etc/ld.so.cache"):
+            rules.allow(path, landlock.READ_EXEC)
+        rules.allow({str(allowed)!r}, landlock.WRITE)
+        rules.restrict()
+        open({str(allowed / "ok")!r}, "w").write("fine")
+        for attempt in (lambda: open({str(hidden / "secret")!r}).read(), lambda: os.listdir({str(tmp_path)!r}),
+                        lambda: os.symlink("x", {str(allowed / "link")!r}), lambda: open("/tmp/escape", "w")):
+            try:
+                attempt()
+                print("ALLOWED")
+            except PermissionError:
+                print("denied")
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["denied"] * 4 and (allowed / "ok").read_text() == "fine"
+
+
+def test_the_child_writes_only_its_directory_and_the_reference_nothing(tmp_path):
+    child = isolation.build_policy(tmp_path / "child", writable=True)
+    reference = isolation.build_policy(tmp_path / "reference", writable=False)
+    assert str(tmp_path / "child") in child.write and str(tmp_path / "reference") in reference.read
+    assert set(reference.write) == set(isolation.SYSTEM_WRITE)
+    readable = set(child.read_exec) | set(child.read)
+    assert str(ROOT) not in readable and str(ROOT / "verifier") in readable  # the packages, not the project
+    assert not any(p.startswith(("/home", "/root/.cache", "/tmp")) and "pytest" not in p for p in readable)
+    assert isolation.Policy.from_env(child.to_env()) == child
+
+
+def test_unreachable_paths_are_found_from_permission_bits(tmp_path):
+    (tmp_path / "open" / "lib").mkdir(parents=True)
+    (tmp_path / "closed" / "lib").mkdir(parents=True)
+    for path in (tmp_path, tmp_path / "open", tmp_path / "open" / "lib", tmp_path / "closed" / "lib"):
+        path.chmod(0o755)
+    (tmp_path / "closed").chmod(0o700)
+    parents_ok = not privileges.first_unreachable([str(tmp_path.parent)], read=False)
+    if parents_ok:
+        assert privileges.first_unreachable([str(tmp_path / "open" / "lib")]) == ""
+    assert privileges.first_unreachable([str(tmp_path / "closed" / "lib")]) in (str(tmp_path / "closed"),
+                                                                              privileges.first_unreachable([str(tmp_path)]))
+
+
+@needs_root
+def test_root_without_a_reachable_runtime_keeps_uid_0_but_no_capability(tmp_path):
+    result = _run("""
+        import os, subprocess
+        from verifier.sandbox import privileges
+        privileges.strip_capabilities()
+        own = open("/proc/self/status").read()
+        child = subprocess.run(["cat", "/proc/self/status"], capture_output=True, text=True).stdout
+        for text in (own, child):
+            caps = dict(l.split(":\\t") for l in text.splitlines() if l.startswith("Cap"))
+            print(os.getuid(), caps["CapEff"].strip(), caps["CapPrm"].strip(), caps["CapBnd"].strip())
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split("\n")[:2] == ["0 0000000000000000 0000000000000000 0000000000000000"] * 2
+
+
+PROBE = '''
+import os, sys
+print("uid", os.getuid(), os.getgid(), os.getgroups())
+print("caps", [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0])
+for label, path in (("own", "own_file"), ("root_file", os.environ["PROBE_TARGET"])):
+    try:
+        open(path, "a").write("x")
+        print(label, "written")
+    except PermissionError:
+        print(label, "denied")
+'''
+
+
+@needs_root
+@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no /usr/bin/python3 to run as another user")
+def test_root_with_a_reachable_runtime_runs_the_sandbox_as_a_dedicated_uid(tmp_path):
+    """Parent and launcher run on the system Python (reachable by any uid), as in a container."""
+    script = f"""
+        import json, os, subprocess, sys, tempfile
+        from pathlib import Path
+        sys.path.insert(0, {str(ROOT)!r})
+        from verifier.sandbox import isolation
+        root = Path(tempfile.mkdtemp()); root.chmod(0o711)
+        workdir = root / "child"; workdir.mkdir()
+        prepared = isolation.prepare(workdir, writable=True)
+        (prepared.import_root / "probe.py").write_text({PROBE!r})
+        target = root / "root_file"; target.write_text("keep"); target.chmod(0o666)
+        env = {{"PATH": "/usr/bin:/bin", "PYTHONPATH": str(prepared.import_root), "PROBE_TARGET": str(target),
+               isolation.POLICY_ENV: prepared.policy.to_env()}}
+        r, w = os.pipe()
+        run = subprocess.run([sys.executable, "-m", "verifier.sandbox.launcher", "probe", str(r), str(w)],
+                             pass_fds=(r, w), env=env, cwd=workdir, capture_output=True, text=True)
+        print(json.dumps({{"uid": prepared.policy.uid, "out": run.stdout, "err": run.stderr,
+                          "target": target.read_text(), "warnings": prepared.policy.warnings}}))
+    """
+    result = subprocess.run([SYSTEM_PYTHON, "-c", textwrap.dedent(script)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    if report["uid"] is None:
+        pytest.skip(f"this machine cannot drop privileges: {report['warnings']}")
+    lines = report["out"].splitlines()
+    assert len(lines) == 4, report
+    assert lines[0] == f"uid {report['uid']} {report['uid']} []", report
+    assert lines[1] == "caps 0000000000000000" and lines[2] == "own written"
+    assert lines[3] == "root_file denied" and report["target"] == "keep"  # world-writable, but Landlock says no
+
+
+def test_without_landlock_the_verdict_says_isolation_is_unavailable(tmp_path):
+    """A seccomp filter makes the Landlock calls fail with ENOSYS (as a container profile might);
+    the verification still runs and its verdict carries the warning."""
+    result = _run(f"""
+        import ctypes, struct, sys
+        sys.path.insert(0, "tests/verifier")
+        ld, jeq, ret = 0x20, 0x15, 0x06
+        prog = [(ld, 0, 0, 0), (jeq, 3, 0, 444), (jeq, 2, 0, 445), (jeq, 1, 0, 446), (ret, 0, 0, 0x7FFF0000),
+                (ret, 0, 0, 0x00050000 | 38)]
+        raw = b"".join(struct.pack("<HBBI", *ins) for ins in prog)
+        buf = ctypes.create_string_buffer(raw, len(raw))
+        class Prog(ctypes.Structure):
+            _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+        libc = ctypes.CDLL(None, use_errno=True)
+        assert libc.prctl(38, 1, 0, 0, 0) == 0
+        assert libc.prctl(22, 2, ctypes.byref(Prog(len(prog), ctypes.cast(buf, ctypes.c_void_p))), 0, 0) == 0
+        from pathlib import Path
+        from verifier_taskutil import FIXTURES, fixture_task
+        from verifier.api import verify
+        from verifier.settings import VerifySettings
+        v = verify(fixture_task("relu"), (FIXTURES / "honest_relu_omp.py").read_text(), "cpu",
+                   VerifySettings.for_tests(Path({str(tmp_path)!r}), seed=1))
+        print(v.passed, v.facts.isolation, v.warnings)
+    """)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("True no filesystem isolation"), result.stdout
+    assert "isolation unavailable: the kernel has no Landlock system calls" in result.stdout
+
+
+@pytest.mark.skipif(not seccomp.supported(), reason="x86_64 Linux only")
+def test_the_seccomp_filter_reaches_threads_started_before_it():
+    result = _run("""
+        import os, threading, time
+        from verifier.sandbox import seccomp
+        go = threading.Event()
+        def early():
+            go.wait()
+            os.fork()  # process creation: the filter kills the whole process
+            print("forked")
+        threading.Thread(target=early).start()
+        time.sleep(0.2)
+        seccomp.install()
+        go.set()
+        time.sleep(2)
+        print("survived")
+    """)
+    assert result.returncode == -31 and "forked" not in result.stdout  # SIGSYS

@@ -1,0 +1,119 @@
+"""The hack gate's second tier: checks on what the compiler built, run in the sandbox child right
+after the build and before any candidate code is loaded.
+
+The first tier (hack_native) reads the candidate's tokens before the preprocessor runs, so a
+macro can assemble any name it refuses (``#define CAT(a,b) a##b`` then ``CAT(fop,en)``). Here:
+
+* the compiler's own preprocessed output (``-save-temps`` / ``-E``) is cut down to the
+  candidate's own lines, every macro expanded (those of system headers included: glibc's
+  ``__CONCAT`` pastes tokens as well as the candidate's own macros do), and the capability
+  checks of hack_native run on that text (processes, files, threads, RNG), plus inline assembly
+  and load-time hooks (constructor/destructor attributes, ``.init_array`` sections);
+* every file the preprocessor read must lie under the toolchain roots or the build directory
+  (a computed ``#include MACRO`` names any path);
+* the undefined symbols of each built object must pass the allowlist of
+  :mod:`verifier.gates.native_symbols` (no spelling hides a call into libc).
+
+The child sends the findings in its compile report; the parent turns them into a failed hack gate.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Iterable
+
+from verifier.backends.base import BuiltUnit
+from verifier.gates.hack_native import NATIVE_CHECKS, NativeContext
+from verifier.gates.hack_python import Finding
+from verifier.gates.native_symbols import symbol_findings
+from verifier.result import GateResult
+
+PREPROCESSED_CHECKS = ("c_processes_and_signals", "c_files_and_network", "c_threads", "c_rng")
+ASM_AND_HOOKS = "c_inline_asm_and_load_hooks"
+_ASM_WORDS = {"asm", "__asm__", "__asm", "constructor", "destructor", "ifunc", "init_priority"}
+_LOAD_SECTIONS = re.compile(r"\.(?:pre)?init_array|\.fini_array|\.ctors|\.dtors")
+_MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"((?: \d)*)\s*$')
+_PSEUDO_FILES = ("<built-in>", "<command-line>", "<command line>", "<stdin>")
+
+
+def candidate_lines(preprocessed: str, first_line: int = 1, last_line: int | None = None) -> tuple[str, tuple[str, ...]]:
+    """(the main file's lines ``first_line..last_line`` after preprocessing, at their original line
+    numbers; every other file the preprocessor read). The main file is the first line marker's."""
+    main, current, line = None, None, 0
+    kept: dict[int, list[str]] = {}
+    includes: list[str] = []
+    for text in preprocessed.splitlines():
+        marker = _MARKER.match(text)
+        if marker:
+            line, current = int(marker.group(1)), marker.group(2)
+            main = main or current
+            if current != main and current not in _PSEUDO_FILES and current not in includes:
+                includes.append(current)
+            continue
+        if text.startswith("#") and not text.startswith("#pragma"):
+            continue  # other directives gcc keeps (#ident)
+        if current == main and first_line <= line and (last_line is None or line <= last_line):
+            kept.setdefault(line, []).append(text)
+        line += 1
+    if not kept:
+        return "", tuple(includes)
+    width = max(kept)
+    return "\n".join(" ".join(kept.get(n, ())) for n in range(1, width + 1)), tuple(includes)
+
+
+def preprocessed_findings(text: str, label: str, disabled: tuple[str, ...] = (), line_offset: int = 0) -> list[Finding]:
+    """The capability checks of hack_native on the candidate's preprocessed text."""
+    ctx = NativeContext.build(text)
+    raw: list[Finding] = []
+    for name in PREPROCESSED_CHECKS:
+        if name not in disabled:
+            raw.extend(NATIVE_CHECKS[name](ctx))
+    if ASM_AND_HOOKS not in disabled:
+        raw.extend(Finding(ASM_AND_HOOKS, f"{tok}: inline assembly and load-time hooks are not allowed", line)
+                   for tok, line, _ in ctx.tokens() if tok in _ASM_WORDS)
+        raw.extend(Finding(ASM_AND_HOOKS, f"{m.group(0)}: code placed to run at load time is not allowed",
+                           text.count("\n", 0, m.start()) + 1) for m in _LOAD_SECTIONS.finditer(text))
+    return [Finding(f.check, f"{label}, after preprocessing: {f.message}", max(0, f.line - line_offset)) for f in raw]
+
+
+def include_findings(includes: Iterable[str], roots: Iterable[str], label: str,
+                     disabled: tuple[str, ...] = ()) -> list[Finding]:
+    if "c_includes" in disabled:
+        return []
+    allowed = [os.path.realpath(r) for r in roots]
+    findings = []
+    for name in includes:
+        real = os.path.realpath(name)
+        if not any(real == root or real.startswith(root.rstrip("/") + "/") for root in allowed):
+            findings.append(Finding("c_includes", f"{label}: the preprocessor read {name}: only system and "
+                                                  "toolchain headers may be included"))
+    return findings
+
+
+def check_units(units: Iterable[BuiltUnit], include_roots: Iterable[str], disabled: tuple[str, ...] = ()) -> list[Finding]:
+    """Every finding of the built units (preprocessed text, included files, undefined symbols)."""
+    roots = tuple(include_roots)
+    findings: list[Finding] = []
+    for unit in units:
+        findings += preprocessed_findings(unit.preprocessed, unit.label, disabled, unit.line_offset)
+        findings += include_findings(unit.includes, roots, unit.label, disabled)
+        for binary in unit.binaries:
+            findings += symbol_findings(binary, unit.label, disabled, unit.strict_symbols)
+    return findings
+
+
+def policy_gate(lines: list[str], seconds: float, max_listed: int = 5) -> GateResult:
+    """The failed hack gate for the child's build-policy findings."""
+    shown = [str(line) for line in lines[:max_listed]]
+    if len(lines) > max_listed:
+        shown.append(f"... and {len(lines) - max_listed} more")
+    return GateResult("hack", False, f"static policy: {shown[0]}"[:300], seconds, detail="\n".join(shown))
+
+
+def read_text(path: str | Path) -> str:
+    try:
+        return Path(path).read_text(errors="replace")
+    except OSError:
+        return ""
