@@ -8,6 +8,8 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test install bench clean
 
 $(STAMP): pyproject.toml
+	# Debian packages pip cannot install, where missing (as root): SLEEF for the CPU backend.
+	bash scripts/apt_install_missing.sh libsleef-dev
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# torch first: the CPU wheel (2.13.0) so the project's torch range pulls no CUDA build.

@@ -23,6 +23,8 @@ QUICK_ARGS = {
     "report_scale": ["--attempts", "20000"],
     "known_good_speedups": ["--rounds", "10", "--tasks", "L1/001_relu,L1/013_softmax,L2/001_gemm_bias_relu"],
     "kernelbench_fidelity": ["--variants", "cpu", "--levels", "1"],
+    "reward_noise": ["--resubmissions", "3", "--pairs", "1", "--rounds", "10"],
+    "sleef_drafts": ["--repeats", "1", "--rounds", "10"],
 }
 
 

@@ -75,6 +75,8 @@ class TaskAttempt:
     failed_gate: str | None
     candidate_ms: float | None
     speedup: float | None
+    ci_low: float | None  # the speedup's 95% interval: the refine reward's noise (paired speedups)
+    ci_high: float | None
     reward: float | None
     reward_normalized: float | None
     feedback: str | None

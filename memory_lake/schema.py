@@ -62,7 +62,17 @@ ATTEMPTS = pa.schema([
     ("ci_low", pa.float64()),
     ("ci_high", pa.float64()),
     ("flagged", pa.bool_()),
-    ("reward", pa.float64()),  # raw reward (+1/-1 drafting; tanh(log best - log new) or -1 refining)
+    # roofline position (null where no peaks were probed; added to older lakes on open, null there)
+    ("bytes_moved", pa.int64()),  # inputs + outputs + parameters of one call: the lower bound of traffic
+    ("flops", pa.int64()),  # FlopCounterMode on the reference + one per element of other compute ops
+    ("achieved_gbs", pa.float64()),  # bytes_moved / candidate time
+    ("achieved_gflops", pa.float64()),
+    ("roof_gbs", pa.float64()),  # the machine's probed bandwidth at this working set
+    ("memory_gbs", pa.float64()),  # the machine's probed bandwidth from memory
+    ("peak_gflops", pa.float64()),  # the machine's probed FMA throughput
+    ("roof_fraction", pa.float64()),  # shortest possible time / measured time (1 = on the roofline)
+    ("roof_bound", pa.string()),  # memory | compute
+    ("reward", pa.float64()),  # raw reward (+1/-1 drafting; paired, noise-aware tanh(log speedup ratio) or -1 refining)
     ("reward_normalized", pa.float64()),  # refining: after online normalisation; drafting: = reward
     ("input_tokens", pa.int64()),
     ("output_tokens", pa.int64()),

@@ -92,4 +92,12 @@ DEFINITIONS: tuple[MetricDefinition, ...] = (
         "Per item: tasks whose first correct attempt had the item in its retrieved context, and tasks "
         "whose attempts up to that first solve retrieved it at all.",
         "provenance_items"),
+    MetricDefinition(
+        "roof_fraction", "roofline",
+        "Per solved task, its best kernel: bytes moved (inputs + outputs + parameters, each once: the lower "
+        "bound of traffic) and FLOPs (torch's FlopCounterMode on the reference plus one per output element "
+        "of other compute ops) over the measured time, against the machine's measured peaks recorded with "
+        "the attempt (STREAM-style triad bandwidth at the working set's size, fp32 FMA throughput). "
+        "roof_fraction = the shortest time those peaks allow / the measured time (1 = on the roof).",
+        "roofline_points"),
 )

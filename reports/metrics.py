@@ -56,6 +56,7 @@ class Metrics:
     q_trajectories: pl.DataFrame  # q_trajectories.sql
     first_solves: pl.DataFrame  # first_solves.sql
     provenance_items: pl.DataFrame  # provenance_items.sql
+    roofline: pl.DataFrame  # roofline_points.sql: best kernel per solved task with a roofline position
 
     @property
     def has_attempts(self) -> bool:
@@ -76,6 +77,7 @@ class Metrics:
             _long_q(self.q_trajectories),
             _long_provenance(self.provenance_items),
             _long_first_solves(self.first_solves),
+            _long_roofline(self.roofline),
         ]
         frames = [_conform(part) for part in parts if part.height]
         return pl.concat(frames, how="vertical") if frames else pl.DataFrame(schema=LONG_SCHEMA)
@@ -110,10 +112,19 @@ def compute_metrics(con: duckdb.DuckDBPyConnection, campaign_ids: Sequence[str] 
             q_trajectories=query(con, "q_trajectories", params),
             first_solves=query(con, "first_solves"),
             provenance_items=query(con, "provenance_items", {"top_n": TOP_PROVENANCE_ITEMS}),
+            roofline=roofline_points(con),
         )
     finally:
         for name in helpers:
             con.unregister(name)
+
+
+def roofline_points(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """roofline_points.sql, or no rows where the attempts relation predates the roofline columns
+    (a connection of the user's own whose attempts table was written before them)."""
+    if "roof_fraction" not in con.sql("SELECT * FROM attempts LIMIT 0").columns:
+        return pl.DataFrame()
+    return query(con, "roofline_points")
 
 
 def _conform(frame: pl.DataFrame) -> pl.DataFrame:
@@ -180,6 +191,16 @@ def _long_provenance(items: pl.DataFrame) -> pl.DataFrame:
         pl.lit("solves_with_item_in_context").alias("metric"), "campaign_id", pl.lit("item").alias("group_kind"),
         pl.col("item_id").alias("group"), pl.col("item_id").alias("label"), "value",
         pl.col("n_solves_preceded").alias("n"),
+    )
+
+
+def _long_roofline(points: pl.DataFrame) -> pl.DataFrame:
+    if points.is_empty():
+        return points
+    return points.select(
+        pl.lit("roof_fraction").alias("metric"), "campaign_id", pl.lit("task").alias("group_kind"),
+        pl.col("task_id").alias("group"), pl.col("roof_bound").alias("label"),
+        pl.col("intensity").alias("x"), pl.col("roof_fraction").alias("value"),
     )
 
 

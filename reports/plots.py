@@ -164,6 +164,40 @@ def q_trajectories(q: pl.DataFrame) -> Figure | None:
                   "Most retrieved items per stage; legend: title (retrievals).")
 
 
+def roofline(points: pl.DataFrame, colors: dict[str, str]) -> Figure | None:
+    """Best kernel per task on the machine's measured roofline (log-log), its reference beside it."""
+    if points.is_empty():
+        return None
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    memory, peak = points["memory_gbs"].max(), points["peak_gflops"].max()
+    low, high = points["intensity"].min() / 4, max(points["intensity"].max() * 4, 2 * peak / memory)
+    xs = [low * (high / low) ** (i / 200) for i in range(201)]
+    ax.plot(xs, [min(peak, x * memory) for x in xs], color="black", lw=1.4,
+            label=f"measured roof: {memory:.3g} GB/s, {peak:.3g} GFLOP/s")
+    cache = points["roof_gbs"].max()
+    if cache > memory * 1.05:
+        ax.plot(xs, [min(peak, x * cache) for x in xs], color="grey", lw=1.0, ls="--",
+                label=f"cache-resident roof: {cache:.3g} GB/s")
+    for (campaign,), frame in points.group_by("campaign_id", maintain_order=True):
+        color = colors.get(campaign)
+        ax.scatter(frame["intensity"], frame["achieved_gflops"], s=28, color=color, zorder=3, label=f"{campaign}: best kernel")
+        ax.scatter(frame["intensity"], frame["reference_gflops"], s=28, facecolors="none", edgecolors=color, zorder=3,
+                   label=f"{campaign}: PyTorch reference")
+        for task, x, y in frame.select("task_id", "intensity", "achieved_gflops").iter_rows():
+            ax.annotate(task.split("/")[-1], (x, y), fontsize=7, xytext=(4, 3), textcoords="offset points")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("arithmetic intensity (FLOP / byte moved, lower bound of traffic)")
+    ax.set_ylabel("GFLOP/s")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="lower right")
+    return Figure("roofline", "Roofline", _to_png(fig),
+                  "Each solved task's best kernel (filled) and its PyTorch reference (hollow): FLOPs (FlopCounterMode "
+                  "on the reference + one per element of other ops) and bytes (inputs + outputs + parameters) over "
+                  "the measured time, under this machine's probed bandwidth (STREAM-style triad) and FMA peak.")
+
+
 def all_figures(metrics) -> tuple[Figure, ...]:
     """Every figure that has data, in report order."""
     colors = campaign_colors(metrics.campaign_ids)
@@ -172,5 +206,6 @@ def all_figures(metrics) -> tuple[Figure, ...]:
         speedup_distribution(metrics.speedups, colors),
         category_bars(metrics.groups, colors),
         q_trajectories(metrics.q_trajectories),
+        roofline(metrics.roofline, colors),
     )
     return tuple(figure for figure in drawn if figure is not None)

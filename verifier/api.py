@@ -19,6 +19,7 @@ from verifier.backends import get_backend
 from verifier.feedback import format_feedback
 from verifier.gate_plan import plan_gates
 from verifier.gates.hack import static_gate
+from verifier.machine_peaks import machine_peaks
 from verifier.result import GateResult, SessionFacts, Verdict
 from verifier.sandbox.workspace import Workspace
 from verifier.seeds import derive_seed, new_master_seed
@@ -54,9 +55,10 @@ def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
     workspace = Workspace.create(settings.cache_dir, backend_impl.cache_entries(candidate_source))
     keys = Secrets(init_seed=derive_seed(seed, "init"), input_seed=derive_seed(seed, "inputs"),
                    child_nonce=secrets.token_hex(16), reference_nonce=secrets.token_hex(16))
+    peaks = machine_peaks(backend, settings.threads).peaks if plan.runs("latency") else None
     session = Session(task, candidate_source, backend, settings.with_(cache_dir=workspace.build_dir), workspace.root,
                       keys, plan, task_source=backend_impl.correctness_task_source(task.source),
-                      backend_context=backend_impl.compile_context(task))
+                      backend_context=backend_impl.compile_context(task), peaks=peaks)
     try:
         result = session.run_gates(hack)
         verdict = Verdict(task.task_id, backend, code_sha, result.gates, result.latency,

@@ -10,7 +10,9 @@ Candidates use exactly::
 Flags (fixed, candidates cannot add any): ``g++ -O3 -march=native -fopenmp -fPIC -shared
 -std=c++17 -Wl,--no-undefined``. ``-ffast-math`` is deliberately NOT used: it assumes no NaN/Inf
 (``isnan`` folds to false) and reassociates reductions, while the verifier compares against IEEE
-results with NaN/Inf checks; vectorise explicitly (``#pragma omp simd``) instead.
+results with NaN/Inf checks; vectorise explicitly (``#pragma omp simd``) instead. For vector
+exp/log/tanh/erf/... a source that includes ``<sleef.h>`` is linked with ``-lsleef`` (SLEEF, the
+vector math library PyTorch's own CPU kernels use; Debian's libsleef-dev), see :func:`link_flags`.
 
 Libraries are cached by the hash of (compiler, flags, source): ``cpu/<key>/kernel.so`` plus
 ``preprocessed.json``, the candidate's lines as the compiler preprocessed them (``-save-temps``,
@@ -23,6 +25,7 @@ it, :func:`load_c` compiles on demand into the cache.
 from __future__ import annotations
 
 import ctypes
+import functools
 import hashlib
 import json
 import os
@@ -36,6 +39,9 @@ from pathlib import Path
 
 COMPILER = "g++"
 FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c++17", "-Wl,--no-undefined")
+# Libraries linked when the source includes their header: {header: linker flag}.
+HEADER_LIBRARIES = {"sleef.h": "-lsleef"}
+_INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
 
 # Set by the sandbox harness: only prebuilt libraries may be loaded (no compiler after seccomp).
 _PREBUILT: dict[str, str] = {}
@@ -58,8 +64,25 @@ class BuildResult:
     includes: tuple[str, ...] = ()  # every file the preprocessor read
 
 
+def link_flags(source: str) -> tuple[str, ...]:
+    """The libraries this source links, from the headers it includes (e.g. <sleef.h> -> -lsleef)."""
+    included = set(_INCLUDE.findall(source))
+    return tuple(flag for header, flag in HEADER_LIBRARIES.items() if header in included)
+
+
+@functools.lru_cache(maxsize=None)
+def header_available(header: str) -> bool:
+    """Whether the compiler finds ``header`` (e.g. "sleef.h": Debian's libsleef-dev is installed)."""
+    try:
+        proc = subprocess.run([COMPILER, "-fsyntax-only", "-x", "c++", "-"], input=f"#include <{header}>\n",
+                              capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return proc.returncode == 0
+
+
 def source_key(source: str) -> str:
-    return hashlib.sha256("\0".join((_compiler_id(), *FLAGS, source)).encode()).hexdigest()
+    return hashlib.sha256("\0".join((_compiler_id(), *FLAGS, *link_flags(source), source)).encode()).hexdigest()
 
 
 _COMPILER_ID: list[str] = []
@@ -97,8 +120,8 @@ def build(source: str, cache_dir: Path, timeout_s: float = 120.0) -> BuildResult
         src, out = Path(tmp) / "kernel.cpp", Path(tmp) / "kernel.so"
         src.write_text(source)
         try:  # -save-temps: the compiler's own preprocessed text, for the build-policy checks
-            proc = subprocess.run([COMPILER, *FLAGS, "-save-temps", str(src), "-o", str(out)], capture_output=True,
-                                  text=True, timeout=timeout_s, cwd=tmp)
+            proc = subprocess.run([COMPILER, *FLAGS, "-save-temps", str(src), "-o", str(out), *link_flags(source)],
+                                  capture_output=True, text=True, timeout=timeout_s, cwd=tmp)
         except subprocess.TimeoutExpired:
             return BuildResult(False, "", f"compiler timed out after {timeout_s:.0f} s",
                                time.perf_counter() - start, False)

@@ -1,5 +1,6 @@
 """Feedback for the LLM: short structured text naming the failed gate, the trimmed reason and
-detail, or for a passing candidate the latency, speedup and confidence interval."""
+detail, or for a passing candidate the latency, speedup and confidence interval, and its roofline
+position (how much of this machine's measured bandwidth or compute peak it reaches)."""
 
 from __future__ import annotations
 
@@ -36,8 +37,12 @@ def format_feedback(verdict: Verdict) -> str:
         lines.insert(0, "RESULT: passed all gates")
         lines.append(f"latency: candidate {lat.candidate_ms:.3f} ms, reference {lat.reference_ms:.3f} ms, "
                      f"speedup {lat.speedup:.2f}x (95% CI {lat.ci_low:.2f}-{lat.ci_high:.2f}, {lat.rounds} rounds)")
+        if lat.roofline is not None:
+            lines.append(lat.roofline.line())
         if lat.ci_high < 1.0:
             lines.append("note: slower than the reference; aim for a speedup above 1")
         if lat.flagged:
             lines.append(f"flag: {lat.flag_reason}")
+        if lat.note:
+            lines.append(f"note: {lat.note}")
     return "\n".join(lines)

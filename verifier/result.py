@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 
+from verifier.roofline import RooflinePosition
+
 GATES = ("hack", "compile", "correctness", "latency")
 FEASIBILITY_GATES = ("hack", "compile", "correctness")
 
@@ -29,8 +31,10 @@ class LatencyResult:
     ci_low: float  # 95% bootstrap confidence interval of the speedup
     ci_high: float
     rounds: int
-    flagged: bool = False  # speedup beyond the plausibility bound: review before trusting
+    flagged: bool = False  # faster than the roofline allows, or noisy timing: review before trusting
     flag_reason: str = ""
+    roofline: RooflinePosition | None = None  # bytes and FLOPs over candidate_ms against the probed peaks
+    note: str = ""  # a hint that is not a flag (a speedup above the ratio bound but within the roofline)
 
 
 @dataclass(frozen=True)

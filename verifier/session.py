@@ -29,6 +29,7 @@ from verifier.gates.hack import runtime_failure
 from verifier.gates.hack_build import policy_gate
 from verifier.gates.latency import audit_problem, latency_gate, summarise, validate_times
 from verifier.result import GateResult, LatencyResult, SessionFacts
+from verifier.roofline import MachinePeaks, Workload
 from verifier.sandbox import messages as msg
 from verifier.sandbox.channel import ChannelClosed, ChannelError, ChannelTimeout
 from verifier.sandbox.runner import SandboxProcess, deadline_in
@@ -69,8 +70,8 @@ class SessionResult:
 class Session:
     def __init__(self, task: TaskSpec, candidate_source: str, backend: str, settings: VerifySettings,
                  workdir: Path, secrets: Secrets, plan: GatePlan, task_source: str,
-                 backend_context: dict[str, str] | None = None) -> None:
-        self.settings, self.workdir, self.plan = settings, workdir, plan
+                 backend_context: dict[str, str] | None = None, peaks: MachinePeaks | None = None) -> None:
+        self.settings, self.workdir, self.plan, self.peaks = settings, workdir, plan, peaks
         trials = msg.TrialSpec(task_source=task_source, dtype=task.dtype, init_seed=secrets.init_seed,
                                input_seed=secrets.input_seed, correctness_trials=settings.correctness_trials,
                                threads=settings.threads)
@@ -91,6 +92,7 @@ class Session:
         self.ref: SandboxProcess | None = None
         self.ref_thread: threading.Thread | None = None
         self.references: dict[int, msg.ReferenceOutputs] = {}
+        self.workload: Workload | None = None  # counted by the reference worker, for the roofline
         self.ref_error = ""
         self.facts = SessionFacts()
         self.compile_report: msg.CompileReport | None = None  # artifact hashes for the compile cache
@@ -133,6 +135,9 @@ class Session:
         deadline = deadline_in(STARTUP_S + self.settings.timeout_s + self.settings.compile_timeout_s)
         try:
             while not isinstance(message := self.ref.receive(deadline), msg.ReferenceDone):
+                if isinstance(message, msg.ReferenceWorkload):
+                    self.workload = Workload(message.bytes_moved, message.flops)
+                    continue
                 if not isinstance(message, msg.ReferenceOutputs):
                     raise ChannelError(f"unexpected {message.KIND} message from the reference worker")
                 self.references[message.index] = message
@@ -234,7 +239,8 @@ class Session:
                                 check_trials(timing.audit, self._reference, self.tol))
         if problem:
             return runtime_failure(problem, wall)
-        self.latency = summarise(times, self.settings.bootstrap_resamples, self.settings.plausibility_bound)
+        self.latency = summarise(times, self.settings.bootstrap_resamples, self.settings.plausibility_bound,
+                                 workload=self.workload, peaks=self.peaks)
         return latency_gate(self.latency, time.perf_counter() - start)
 
     def _reference(self, index: int) -> msg.ReferenceOutputs:

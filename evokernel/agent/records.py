@@ -16,6 +16,7 @@ from evokernel.llm.base import Completion
 from kernelbench_npu.spec import TaskSpec
 from memory_lake import NewItem
 from verifier.result import Verdict
+from verifier.roofline import RooflinePosition
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ def attempt_row(*, attempt_id: str, campaign_id: str, task: TaskSpec, stage: int
         "speedup": latency.speedup if latency else None,
         "ci_low": latency.ci_low if latency else None, "ci_high": latency.ci_high if latency else None,
         "flagged": latency.flagged if latency else False,
+        **roofline_columns(latency.roofline if latency else None),
         "reward": scored.reward, "reward_normalized": scored.reward_normalized,
         "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
         "cost_usd": completion.cost_usd, "tokens_estimated": completion.tokens_estimated,
@@ -57,6 +59,15 @@ def attempt_row(*, attempt_id: str, campaign_id: str, task: TaskSpec, stage: int
         "verify_seconds": verify_seconds,
         "created_at": datetime.now(timezone.utc),
     }
+
+
+def roofline_columns(roof: RooflinePosition | None) -> dict:
+    """The attempts table's roofline columns (all null without a position)."""
+    if roof is None:
+        return {}
+    return {"bytes_moved": roof.bytes_moved, "flops": roof.flops, "achieved_gbs": roof.achieved_gbs,
+            "achieved_gflops": roof.achieved_gflops, "roof_gbs": roof.roof_gbs, "memory_gbs": roof.memory_gbs,
+            "peak_gflops": roof.peak_gflops, "roof_fraction": roof.fraction, "roof_bound": roof.bound}
 
 
 def trace_item(item_id: str, row: dict, task: TaskSpec) -> NewItem:

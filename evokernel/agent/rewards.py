@@ -1,9 +1,17 @@
 """Stage rewards (paper Eq. 5 and 6) and the online normaliser of refining rewards.
 
 Drafting: r1 = +1 if the kernel is feasible (hack, compile and correctness gates pass), else -1.
-Refining: r2 = tanh(log b - log l) for a feasible kernel with latency l against the best-so-far b,
-else -1; then normalised online, r_hat = (r2 - mean) / std over the running statistics (Welford),
-PopArt-style, so Q2 sees rewards on a stable scale.
+Refining: r2 = tanh(log s - log b) for a feasible kernel whose speedup over the reference is s
+against the incumbent's b, else -1; then normalised online, r_hat = (r2 - mean) / std over the
+running statistics (Welford), PopArt-style, so Q2 sees rewards on a stable scale.
+
+Both speedups are *paired*: each kernel is timed against the reference in the same verification,
+interleaved (verifier.gates.latency), so machine load that slows both sides cancels. Raw latencies
+from two verifications do not: on a shared 2-core machine the reference alone moved 0.12 -> 0.24 ms
+within a minute, and an identical kernel resubmitted earned |r| up to 0.999. What load leaves in
+the paired speedup is measured too (each verdict's 95% bootstrap interval), and a change inside
+that noise earns ~0: the gain is scaled by :func:`significance`, 0 while |gain| is within the
+combined interval, 1 beyond twice it (benchmarks/reward_noise.py measures both targets).
 """
 
 from __future__ import annotations
@@ -14,23 +22,60 @@ from dataclasses import dataclass
 DRAFT_SUCCESS, FAILURE = 1.0, -1.0
 _MIN_STD = 0.05  # floor: with near-identical rewards the z-score would explode
 _CLIP = 3.0  # normalised rewards are clipped to [-3, 3] so one outlier cannot swamp Q
+# Smallest noise assumed in a log speedup: two verifications of one kernel on a quiet machine still
+# differ by about this much (turbo and cache state between runs, which no in-run interval sees).
+NOISE_FLOOR = 0.03
+_Z95 = 1.96
 
 
 def draft_reward(feasible: bool) -> float:
     return DRAFT_SUCCESS if feasible else FAILURE
 
 
-def refine_reward(feasible: bool, best_ms: float | None, new_ms: float | None) -> float:
-    """tanh(log best - log new): > 0 when faster than the incumbent, bounded by 1; -1 if infeasible.
+@dataclass(frozen=True)
+class PairedSpeedup:
+    """A kernel's speedup over the reference measured in one verification, with its 95% interval."""
 
-    A feasible kernel without a latency measurement (latency gate failed) earns 0: it is correct but
-    says nothing about speed. With no incumbent yet (best_ms None) a feasible kernel earns 0 too.
+    speedup: float
+    ci_low: float
+    ci_high: float
+
+    @classmethod
+    def of(cls, speedup: float | None, ci_low: float | None, ci_high: float | None) -> "PairedSpeedup | None":
+        """None unless a positive speedup was measured (a missing interval counts as zero width)."""
+        if speedup is None or not speedup > 0 or not math.isfinite(speedup):
+            return None
+        low = ci_low if ci_low is not None and 0 < ci_low <= speedup else speedup
+        high = ci_high if ci_high is not None and ci_high >= speedup and math.isfinite(ci_high) else speedup
+        return cls(speedup, low, high)
+
+    @property
+    def log_sigma(self) -> float:
+        """Standard error of log(speedup), from the 95% interval's width."""
+        return (math.log(self.ci_high) - math.log(self.ci_low)) / (2 * _Z95)
+
+
+def significance(gain: float, noise: float) -> float:
+    """0 while |gain| <= noise, rising linearly to 1 at twice the noise (continuous, no cliff)."""
+    if noise <= 0:
+        return 1.0
+    return min(1.0, max(0.0, abs(gain) / noise - 1.0))
+
+
+def refine_reward(feasible: bool, incumbent: PairedSpeedup | None, new: PairedSpeedup | None) -> float:
+    """tanh(log s_new - log s_incumbent) scaled by its significance; -1 if infeasible.
+
+    The noise is the 95% interval of the difference, sqrt(se_new^2 + se_inc^2 + floor^2) * 1.96 on
+    the log scale. A feasible kernel without a speedup (latency gate failed) earns 0: it is correct
+    but says nothing about speed. With no incumbent yet a feasible kernel earns 0 too.
     """
     if not feasible:
         return FAILURE
-    if best_ms is None or new_ms is None or best_ms <= 0 or new_ms <= 0:
+    if incumbent is None or new is None:
         return 0.0
-    return math.tanh(math.log(best_ms) - math.log(new_ms))
+    gain = math.log(new.speedup) - math.log(incumbent.speedup)
+    noise = _Z95 * math.sqrt(new.log_sigma ** 2 + incumbent.log_sigma ** 2 + NOISE_FLOOR ** 2)
+    return math.tanh(gain) * significance(gain, noise)
 
 
 @dataclass(frozen=True)

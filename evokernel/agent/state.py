@@ -1,4 +1,8 @@
-"""A task's progress within a campaign: start points, best latency, feedback, budget used.
+"""A task's progress within a campaign: start points, the incumbent, feedback, budget used.
+
+The incumbent (``best``) is the feasible kernel with the highest paired speedup over the reference
+(each measured against the reference in its own verification), not the lowest raw latency: raw
+latencies of two verifications follow machine load, paired speedups mostly do not.
 
 State is a frozen value: each step returns the next state (``TaskState.after``). On resume the
 state is rebuilt by replaying the task's attempts from the lake (``replay``), so a campaign killed
@@ -10,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from evokernel.agent.methods import MethodPolicy
-from evokernel.agent.rewards import RunningStats
+from evokernel.agent.rewards import PairedSpeedup, RunningStats
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,12 @@ class StepOutcome:
     code: str | None
     tokens: int
     seconds: float
+    ci_low: float | None = None  # the speedup's 95% interval (None when not measured)
+    ci_high: float | None = None
+
+    @property
+    def paired(self) -> PairedSpeedup | None:
+        return PairedSpeedup.of(self.speedup, self.ci_low, self.ci_high)
 
 
 @dataclass(frozen=True)
@@ -50,8 +60,9 @@ class TaskState:
     task_id: str
     iterations_done: int = 0
     start_points: tuple[StartPoint, ...] = ()
-    best_ms: float | None = None
+    best_ms: float | None = None  # the incumbent's latency (as measured in its own verification)
     best_item_id: str | None = None
+    best: PairedSpeedup | None = None  # the incumbent's paired speedup over the reference
     first_feasible_iteration: int | None = None
     last_feedback: str | None = None
     tokens_used: int = 0
@@ -87,8 +98,9 @@ class TaskState:
         state = replace(state, start_points=state.start_points + (point,))
         if state.first_feasible_iteration is None:
             state = replace(state, first_feasible_iteration=outcome.iteration)
-        if outcome.candidate_ms is not None and (state.best_ms is None or outcome.candidate_ms < state.best_ms):
-            state = replace(state, best_ms=outcome.candidate_ms, best_item_id=outcome.trace_item_id)
+        paired = outcome.paired
+        if paired is not None and (state.best is None or paired.speedup > state.best.speedup):
+            state = replace(state, best=paired, best_ms=outcome.candidate_ms, best_item_id=outcome.trace_item_id)
         return state
 
 

@@ -41,7 +41,7 @@ class StepPlan:
     start: StartPoint | None  # refining only
     context: tuple[RetrievedItem, ...]
     request: LLMRequest
-    best_ms: float | None  # the task's best latency before this step
+    incumbent: rewards.PairedSpeedup | None  # the task's best paired speedup before this step
     refine_stats: rewards.RunningStats  # the refining-reward normaliser before this step
     prompt_sections: tuple[SectionSize, ...] = ()  # the size of each section of the request's prompt
 
@@ -56,7 +56,7 @@ def prepare_step(ctx: AgentContext, task: TaskSpec, state: TaskState, record: bo
     prompt = _prompt(ctx, task, stage, start, context, state)
     return StepPlan(task=task, attempt_id=attempt_id, iteration=iteration, stage=stage, start=start,
                     context=context, request=_request(ctx, task, stage, prompt, state),
-                    best_ms=state.best_ms, refine_stats=state.refine_stats, prompt_sections=prompt.sections)
+                    incumbent=state.best, refine_stats=state.refine_stats, prompt_sections=prompt.sections)
 
 
 def candidate_code(ctx: AgentContext, completion: Completion) -> CodeExtraction:
@@ -103,8 +103,9 @@ def _score(plan: StepPlan, verdict: Verdict | None) -> Scored:
     if plan.stage == 1:
         reward = rewards.draft_reward(feasible)
         return Scored(reward, reward)
-    new_ms = verdict.latency.candidate_ms if verdict and verdict.latency else None
-    reward = rewards.refine_reward(feasible, plan.best_ms, new_ms)
+    latency = verdict.latency if verdict else None
+    new = rewards.PairedSpeedup.of(latency.speedup, latency.ci_low, latency.ci_high) if latency else None
+    reward = rewards.refine_reward(feasible, plan.incumbent, new)
     normalised, _ = rewards.normalise_refine_reward(plan.refine_stats, reward)
     return Scored(reward, normalised)
 
@@ -142,7 +143,7 @@ def outcome_from_row(row: dict, trace_item_id: str | None) -> StepOutcome:
         stage=int(row["stage"]), feasible=bool(row["feasible"]), failed_gate=row["failed_gate"],
         candidate_ms=row["candidate_ms"], speedup=row["speedup"], reward=row["reward"],
         reward_normalized=row["reward_normalized"], feedback=row["feedback"] or "",
-        trace_item_id=trace_item_id, code=row["code"],
+        trace_item_id=trace_item_id, code=row["code"], ci_low=row.get("ci_low"), ci_high=row.get("ci_high"),
         tokens=int(row.get("tokens") or (row.get("input_tokens") or 0) + (row.get("output_tokens") or 0)),
         seconds=float(row.get("seconds") or (row.get("llm_seconds") or 0.0) + (row.get("verify_seconds") or 0.0)),
     )

@@ -81,8 +81,9 @@ def test_start_points_grow_and_best_is_tracked(evokernel_run):
     runtime, task, summary, _, attempts = evokernel_run
     state = resume_task(runtime.ctx, task)
     assert len(state.start_points) == 2  # the feasible draft and the feasible refinement
-    feasible_ms = [a["candidate_ms"] for a in attempts if a["feasible"]]
-    assert state.best_ms == min(feasible_ms) == summary.best_ms
+    best = max((a for a in attempts if a["feasible"]), key=lambda a: a["speedup"])  # paired, not raw ms
+    assert state.best.speedup == best["speedup"] and (state.best.ci_low, state.best.ci_high) == (best["ci_low"], best["ci_high"])
+    assert state.best_ms == best["candidate_ms"] == summary.best_ms
     traces = runtime.ctx.lake.query("SELECT item_id, parent_item_id FROM items WHERE kind = 'trace' "
                                     "ORDER BY item_id").to_pylist()
     assert len(traces) == 4 and traces[2]["parent_item_id"] == attempts[2]["start_point_item_id"]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from evokernel.agent.methods import METHODS, method_policy
+from evokernel.agent.rewards import PairedSpeedup
 from evokernel.agent.state import StepOutcome, TaskState, replay
 
 EVO = method_policy("evokernel")
@@ -53,6 +56,16 @@ def test_budgets_stop_the_task():
     assert "iteration budget" in state.stop_reason(budget=2, max_tokens=10_000, max_seconds=100)
     assert "token budget" in state.stop_reason(budget=5, max_tokens=1000, max_seconds=100)
     assert "wall-clock" in state.stop_reason(budget=5, max_tokens=10_000, max_seconds=1.5)
+
+
+def test_the_incumbent_is_the_best_paired_speedup_not_the_lowest_raw_latency():
+    # iteration 1 ran while the machine was quiet (low ms), iteration 2 under load but faster than
+    # the reference timed beside it: the paired speedup decides
+    quiet = replace(outcome(1, True, ms=1.0, stage=2), speedup=1.2, ci_low=1.1, ci_high=1.3)
+    loaded = replace(outcome(2, True, ms=3.0, stage=2), speedup=1.8, ci_low=1.7, ci_high=1.9)
+    state = TaskState("t").after(outcome(0, True, ms=2.0), EVO).after(quiet, EVO).after(loaded, EVO)
+    assert state.best_item_id == "trace/c/t/002" and state.best_ms == 3.0
+    assert state.best == PairedSpeedup(1.8, 1.7, 1.9)
 
 
 def test_replay_rebuilds_the_same_state_in_any_input_order():

@@ -39,6 +39,15 @@ def _attempt(campaign, task, iteration, gates, ms=None, speedup=None, ci=None, s
     }
 
 
+# Roofline positions of c1's best kernels on a machine probed at 20 GB/s and 100 GFLOP/s:
+# t1 memory-bound (8 MB and 2 MFLOP in 1 ms: 8 GB/s = 40%; its reference, 2 ms, 1 GFLOP/s),
+# t2 compute-bound (1 MB and 100 MFLOP in 2 ms: 50 GFLOP/s = 50%; its reference, 5 ms, 20 GFLOP/s).
+_PEAKS = {"roof_gbs": 20.0, "memory_gbs": 20.0, "peak_gflops": 100.0}
+ROOF_T1 = {"bytes_moved": 8_000_000, "flops": 2_000_000, "achieved_gbs": 8.0, "achieved_gflops": 2.0,
+           "roof_fraction": 0.4, "roof_bound": "memory", **_PEAKS}
+ROOF_T2 = {"bytes_moved": 1_000_000, "flops": 100_000_000, "achieved_gbs": 0.5, "achieved_gflops": 50.0,
+           "roof_fraction": 0.5, "roof_bound": "compute", **_PEAKS}
+
 NO, COMPILES, FEASIBLE, HACKED = (True, False, False), (True, True, False), (True, True, True), (False, False, False)
 
 
@@ -48,10 +57,10 @@ def attempts() -> list[dict]:
         _attempt("c1", "t1", 0, NO, estimated=True),  # the server reported no usage
         _attempt("c1", "t1", 1, COMPILES),
         _attempt("c1", "t1", 2, FEASIBLE, ms=2.0, speedup=1.0, ci=(0.9, 1.1)),
-        _attempt("c1", "t1", 3, FEASIBLE, ms=1.0, speedup=2.0, ci=(1.8, 2.2), stage=2, reward=0.5),
+        _attempt("c1", "t1", 3, FEASIBLE, ms=1.0, speedup=2.0, ci=(1.8, 2.2), stage=2, reward=0.5) | ROOF_T1,
         # c1 / t2: draft 4.0 ms (1.25x), refined 2.0 ms (2.5x) -> draft speedup 2.0
         _attempt("c1", "t2", 0, FEASIBLE, ms=4.0, speedup=1.25, ci=(1.2, 1.3)),
-        _attempt("c1", "t2", 1, FEASIBLE, ms=2.0, speedup=2.5, ci=(2.4, 2.6), stage=2, reward=0.7),
+        _attempt("c1", "t2", 1, FEASIBLE, ms=2.0, speedup=2.5, ci=(2.4, 2.6), stage=2, reward=0.7) | ROOF_T2,
         # c1 / t3: one feasible kernel 3.0 ms (1.2x), then a wrong one -> draft speedup 1.0
         _attempt("c1", "t3", 0, FEASIBLE, ms=3.0, speedup=1.2, ci=(1.1, 1.3)),
         _attempt("c1", "t3", 1, COMPILES, stage=2),

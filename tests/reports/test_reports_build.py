@@ -29,7 +29,7 @@ def test_writes_the_three_outputs(full_report):
     for path in (full_report.html_path, full_report.summary_path, full_report.metrics_path):
         assert path.exists() and path.stat().st_size > 0
     assert sorted(p.name for p in (full_report.out / "figures").iterdir()) == [
-        "category_bars.png", "learning_curves.png", "q_trajectories.png", "speedup_distribution.png"]
+        "category_bars.png", "learning_curves.png", "q_trajectories.png", "roofline.png", "speedup_distribution.png"]
     assert not [p for p in full_report.out.iterdir() if p.name.endswith(".tmp")]
 
 
@@ -37,7 +37,7 @@ def test_html_is_self_contained_with_decodable_png_figures(full_report):
     page = full_report.html_path.read_text()
     assert "http://" not in page and "https://" not in page and "<script" not in page
     images = page.split('src="data:image/png;base64,')[1:]
-    assert len(images) == 4
+    assert len(images) == 5
     for image in images:
         assert base64.b64decode(image.split('"', 1)[0]).startswith(b"\x89PNG\r\n\x1a\n")
 

@@ -61,6 +61,6 @@ def test_every_figure_decodes_and_tables_render(report, tmp_path):
     run = _chromium(tmp_path / "profile", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri())
     assert run.returncode == 0, run.stderr[-2000:]
     body = next(line for line in run.stdout.splitlines() if line.startswith("<body"))
-    assert 'data-images="4"' in body and 'data-decoded="4"' in body, body
+    assert 'data-images="5"' in body and 'data-decoded="5"' in body, body
     rows = int(body.split('data-tables="')[1].split('"')[0])
     assert rows >= 20, body

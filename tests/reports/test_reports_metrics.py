@@ -156,6 +156,24 @@ def test_long_table_holds_the_numbers_behind_tables_and_plots(metrics):
                                    "solves_with_item_in_context", "first_solve_iteration"}
 
 
+def test_roofline_points_are_the_best_kernels_with_their_references(metrics):
+    points = {r["task_id"]: r for r in metrics.roofline.filter(pl.col("campaign_id") == "c1").to_dicts()}
+    assert set(points) == {"t1", "t2"}  # t3's best kernel has no roofline position
+    assert points["t1"]["intensity"] == pytest.approx(0.25) and points["t1"]["achieved_gflops"] == 2.0
+    assert points["t1"]["reference_gflops"] == pytest.approx(1.0)  # 2 MFLOP over the reference's 2 ms
+    assert points["t2"]["roof_bound"] == "compute" and points["t2"]["reference_gflops"] == pytest.approx(20.0)
+    fractions = metrics.to_long().filter(pl.col("metric") == "roof_fraction")
+    assert sorted(fractions["value"].to_list()) == [0.4, 0.5]
+
+
+def test_a_connection_whose_attempts_predate_the_roofline_has_no_points():
+    con = duckdb.connect()
+    old = pa.schema([f for f in TABLES["attempts"] if f.name not in ("roof_fraction", "roof_bound", "bytes_moved")])
+    con.register("attempts", pa.Table.from_pylist(handmade.attempts(), schema=old))
+    metrics = compute_metrics(con)
+    assert metrics.roofline.is_empty() and group(metrics)["n_tasks"] == 4  # the rest of the report is there
+
+
 def test_runs_on_any_duckdb_connection_with_the_views():
     """No Lake at all: plain DuckDB with the tables registered gives the same numbers."""
     con = duckdb.connect()

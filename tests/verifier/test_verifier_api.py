@@ -26,6 +26,9 @@ def test_scaffold_example_passes_every_gate_and_reuses_the_compile_cache(tmp_pat
     assert first.passed, first.feedback
     assert [g.name for g in first.gates] == ["hack", "compile", "correctness", "latency"]
     assert "speedup" in first.feedback and first.latency.rounds == settings.latency_rounds
+    roof = first.latency.roofline  # counted on the reference: x, y, weight and bias once; addmm + relu
+    assert roof is not None and roof.bytes_moved == 4 * (61 * 300 + 61 * 129 + 300 * 129 + 129)
+    assert roof.flops >= 2 * 61 * 300 * 129 and roof.line() in first.feedback
     second = verify(task, EXAMPLE_CANDIDATE, "cpu", settings)
     assert second.passed and second.facts.compile_cached is True
     assert first.facts.seed != second.facts.seed  # a secret seed per verification

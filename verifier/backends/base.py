@@ -1,7 +1,7 @@
 """The interface every backend implements (cpu, cuda, triton, ascendc).
 
 Parent side (trusted, never imports candidate code): ``availability``, ``scaffold``,
-``seed_items``, ``static_policy``. Child side (inside the sandbox): ``compile``, ``load``,
+``seed_items``, ``static_policy``; ``probe_peaks`` runs in its own subprocess (verifier.machine_peaks). Child side (inside the sandbox): ``compile``, ``load``,
 ``device``, ``synchronize``, ``timer``. The gates are backend-agnostic and call these.
 """
 
@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable, ClassVar
 
 from kernelbench_npu.spec import TaskSpec
+from verifier.roofline import MachinePeaks
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,16 @@ class Backend(ABC):
         """Wait for all queued device work (no-op on CPU). The child calls it once before the
         integrity snapshot (so device-context setup is not the candidate's), after every guarded
         call before reading outputs, and (through the default timer) around every timed call."""
+
+    def probe_peaks(self, threads: int) -> MachinePeaks | None:
+        """This machine's memory bandwidth and compute peak for the roofline (verifier.roofline),
+        measured in a subprocess of its own once per machine. Default: a torch triad and matmul on
+        ``device()`` (verifier.backends.device_probe); None where there is no device to measure."""
+        if self.device() == "cpu":
+            return None
+        from verifier.backends import device_probe
+
+        return device_probe.probe(self.name, self.device(), self.synchronize, threads)
 
     def timer(self) -> Callable[[Callable[[], Any]], float]:
         """Return a function that runs fn once and returns its duration in milliseconds."""

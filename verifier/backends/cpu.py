@@ -22,6 +22,7 @@ from kernelbench_npu.spec import TaskSpec
 from verifier import cpu_native
 from verifier.backends.base import Availability, Backend, BuiltUnit, CompileOutcome, GateCapability, SeedItem
 from verifier.native_sources import INLINE_POSITIONAL, NativeSource, SourceExtractionError, extract
+from verifier.roofline import MachinePeaks
 from verifier.sandbox import seccomp
 from verifier.sandbox.compile_cache import CacheEntry
 from verifier.settings import DEFAULT_PLAUSIBILITY_BOUND
@@ -53,6 +54,28 @@ def inline_source_lines(kwargs: dict) -> tuple[int, int]:
     return 2, 2 + code.count("\n")
 
 
+SLEEF_NOTES = """- Vector math (exp, log, tanh, erf, pow, sin...): without `-ffast-math` a loop calling `expf`,
+  `tanhf` or `erff` stays scalar libm calls (a sigmoid written so runs several times slower than
+  torch's). Include `<sleef.h>` and the loader links SLEEF, the vector math library PyTorch's own CPU
+  kernels use: `Sleef_expf8_u10`, `Sleef_logf8_u10`, `Sleef_tanhf8_u10`, `Sleef_erff8_u10`,
+  `Sleef_powf8_u10` take and return `__m256` (8 floats, error <= 1.0 ULP; `..f16_u10` for `__m512`
+  on AVX-512, `..f4_u10` for `__m128`, `Sleef_expf_u10` scalar). For example, a vector sigmoid:
+```cpp
+{example}```"""
+HAND_WRITTEN_NOTES = """- Vector math: without `-ffast-math` a loop calling `expf`, `tanhf` or `erff` stays scalar libm
+  calls (several times slower than torch's vectorised ones). SLEEF is not installed here (Debian:
+  libsleef-dev), so write a vector exp yourself: range reduction x = k ln2 + r, a degree-6
+  polynomial for exp(r), then scale by 2^k through the exponent bits (k + 127 shifted left by 23),
+  with inputs clamped to [-88, 88] and NaN passed through."""
+
+
+def vector_math_notes() -> str:
+    """The scaffold's vector-math paragraph: SLEEF with an example where the compiler finds it."""
+    if cpu_native.header_available("sleef.h"):
+        return SLEEF_NOTES.format(example=(_HERE / "cpu_example_sleef.txt").read_text())
+    return HAND_WRITTEN_NOTES
+
+
 class CpuBackend(Backend):
     name = "cpu"
 
@@ -73,7 +96,7 @@ class CpuBackend(Backend):
 
     def scaffold(self, task: TaskSpec | None = None, threads: int = 2) -> str:
         text = (_HERE / "cpu_scaffold.md").read_text().format(
-            threads=threads, bound=DEFAULT_PLAUSIBILITY_BOUND,
+            threads=threads, bound=DEFAULT_PLAUSIBILITY_BOUND, vector_math=vector_math_notes(),
             example_task=(_HERE / "cpu_example_task.txt").read_text(),
             example_candidate=(_HERE / "cpu_example_candidate.txt").read_text())
         if task is not None:
@@ -86,6 +109,12 @@ class CpuBackend(Backend):
         return (SeedItem("cpu backend scaffold", self.scaffold(None)),
                 SeedItem("cpu fast loader: linear + relu with OpenMP", "A complete load_c candidate.",
                          code=example, category="matmul"))
+
+    def probe_peaks(self, threads: int) -> MachinePeaks:
+        """STREAM-style triad and FMA throughput, built with the candidates' compiler and flags."""
+        from verifier.backends import cpu_probe
+
+        return cpu_probe.probe(threads)
 
     # ---- child side ----------------------------------------------------------------------
     def precheck(self, candidate_source: str) -> str:

@@ -1,7 +1,7 @@
 """The latency gate: paired, interleaved timing in the child (candidate and reference in the same
 process, same thread budget, fresh inputs every call, warm-up first) and the parent-side summary
 (median per side, speedup = exp(median log(ref/cand)) over rounds, 95% percentile-bootstrap CI,
-plausibility flag).
+roofline position, plausibility flag).
 
 The child passes the backend's ``timer()`` (a synchronized wall clock on the CPU; CUDA events
 after an L2 flush on a GPU, verifier.backends.gpu_timing) and ``fresh_inputs`` already placed on
@@ -10,9 +10,12 @@ the backend's device, so input generation and the host-to-device copy stay outsi
 The random-iteration audit (verifier.sandbox.audit) plants two trials at secret timed calls; their
 outputs, kept untimed, must match the reference (:func:`audit_problem`).
 
-The plausibility bound (VerifySettings.plausibility_bound, default 10x, KernelBench's review
-threshold) and noisy timing (either side's IQR/median above 25%) flag a speedup for review; neither
-fails the gate.
+Plausibility: a candidate faster than this machine's measured peaks allow for the task's bytes and
+FLOPs (verifier.roofline) is flagged for review. The fixed ratio bound (VerifySettings.plausibility_bound,
+default 10x, KernelBench's review threshold) is a secondary hint: it flags only where no roofline
+position exists (no probed peaks or no counted workload), and is otherwise a note (a 4x4 max-pool
+can honestly run 26x faster than torch's NCHW CPU kernel at a believable share of bandwidth).
+Noisy timing (either side's IQR/median above 25%) flags too. Nothing here fails the gate.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import numpy as np
 
 from verifier.gates.correctness import TrialChecks
 from verifier.result import GateResult, LatencyResult
+from verifier.roofline import MachinePeaks, Workload, position
 from verifier.sandbox.audit import expected_audits
 from verifier.sandbox.messages import Timing, TrialOutputs
 from verifier.sandbox.timer import PairedTimes
@@ -39,8 +43,9 @@ def relative_iqr(values: np.ndarray) -> float:
     return float((q3 - q1) / median) if median > 0 else 0.0
 
 
-def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0) -> LatencyResult:
-    """Parent side: median per side, speedup with a 95% bootstrap CI, plausibility flag."""
+def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0, workload: Workload | None = None,
+              peaks: MachinePeaks | None = None) -> LatencyResult:
+    """Parent side: median per side, speedup with a 95% bootstrap CI, roofline position, flags."""
     cand = np.asarray(times.candidate_ms, dtype=np.float64)
     ref = np.asarray(times.reference_ms, dtype=np.float64)
     logs = np.log(np.maximum(ref, 1e-9) / np.maximum(cand, 1e-9))
@@ -48,18 +53,26 @@ def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0) -
     boot = np.median(rng.choice(logs, size=(resamples, len(logs)), replace=True), axis=1)
     low, high = np.percentile(boot, [2.5, 97.5])
     speedup = float(np.exp(np.median(logs)))
-    reasons = []
+    candidate_ms = float(np.median(cand))
+    roof = position(workload, candidate_ms / 1e3, peaks) if workload and peaks else None
+    reasons, note = [], ""
+    if roof is not None and roof.implausible:
+        reasons.append(f"implausible by roofline: {roof.implausible_reason()}: review before trusting")
     if speedup > bound:
-        reasons.append(f"speedup {speedup:.1f}x exceeds the plausibility bound {bound:g}x: review before trusting")
+        ratio = f"speedup {speedup:.1f}x exceeds the plausibility bound {bound:g}x"
+        if roof is None:
+            reasons.append(f"{ratio}: review before trusting")
+        elif not roof.implausible:
+            note = f"{ratio}, but is within this machine's roofline ({roof.fraction:.0%} of the roof)"
     noisy = {side: spread for side, spread in (("candidate", relative_iqr(cand)), ("reference", relative_iqr(ref)))
              if spread > NOISY_IQR}
     if noisy:
         reasons.append("noisy timing (IQR/median " + ", ".join(f"{k} {v:.0%}" for k, v in noisy.items())
                        + "): a loaded machine; rerun before trusting the speedup")
-    flagged, reason = bool(reasons), "; ".join(reasons)
-    return LatencyResult(candidate_ms=float(np.median(cand)), reference_ms=float(np.median(ref)),
+    return LatencyResult(candidate_ms=candidate_ms, reference_ms=float(np.median(ref)),
                          speedup=speedup, ci_low=float(np.exp(low)), ci_high=float(np.exp(high)),
-                         rounds=len(cand), flagged=flagged, flag_reason=reason)
+                         rounds=len(cand), flagged=bool(reasons), flag_reason="; ".join(reasons),
+                         roofline=roof, note=note)
 
 
 def validate_times(timing: Timing, rounds: int, calls_per_round: int,
@@ -89,6 +102,10 @@ def audit_problem(audited: tuple[TrialOutputs, ...], timed_calls: int, checks: T
 def latency_gate(result: LatencyResult, seconds: float) -> GateResult:
     detail = (f"candidate {result.candidate_ms:.3f} ms, reference {result.reference_ms:.3f} ms, speedup "
               f"{result.speedup:.2f}x (95% CI {result.ci_low:.2f}-{result.ci_high:.2f}, {result.rounds} rounds)")
+    if result.roofline is not None:
+        detail += f"; {result.roofline.line()}"
     if result.flagged:
         detail += f"; FLAGGED: {result.flag_reason}"
+    if result.note:
+        detail += f"; note: {result.note}"
     return GateResult("latency", True, "", seconds, detail=detail)

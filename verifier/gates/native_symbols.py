@@ -2,7 +2,7 @@
 source used (macros, token pasting, aliases), a call into libc for files, processes, sockets,
 dynamic loading or raw system calls leaves the symbol's name in the object.
 
-Allowed: math (libm, libmvec), memory and string functions, formatted output to stdout/stderr,
+Allowed: math (libm, libmvec, SLEEF), memory and string functions, formatted output to stdout/stderr,
 OpenMP, the C++ runtime and the namespaces of the C++ standard library, ATen/c10/torch and
 pybind11 minus the parts that reach files, threads or processes, and the CPython API that a
 ``load_inline`` module uses (not the parts that run code or import modules). Everything else is
@@ -35,7 +35,8 @@ __dynamic_cast __libc_single_threaded __isnan __isnanf __isinf __isinff __finite
 __fpclassifyf __signbit __signbitf pthread_mutex_lock pthread_mutex_unlock pthread_mutex_trylock pthread_once
 pthread_key_create pthread_key_delete pthread_getspecific pthread_setspecific pthread_self pthread_equal
 sched_yield""".split())
-_C_PREFIXES = ("__cxa_", "_Unwind_", "GOMP_", "__kmpc_", "omp_", "_ZGV", "__cuda", "cuda", "__nv_", "_Py", "Py")
+_C_PREFIXES = ("__cxa_", "_Unwind_", "GOMP_", "__kmpc_", "omp_", "_ZGV", "__cuda", "cuda", "__nv_", "_Py", "Py",
+               "Sleef_")  # SLEEF: vector math (linked for a source that includes <sleef.h>)
 _FORTIFIED = re.compile(r"__(\w+)_chk$")
 _MATH_NAME = re.compile(r"(?:__)?(" + "|".join(_MATH) + r")[fl]?(?:_finite)?$")
 # denied outright, by the check each belongs to (anything else unknown is c_undefined_symbols)

@@ -9,8 +9,8 @@ code past this module reads a raw header. A frame that does not parse is a :clas
 Parent -> child at start: ChildConfig (ReferenceConfig for the reference worker), read without a
 nonce check since it carries the nonce. Child -> parent: CompileReport, LoadReport, TrialBatch
 (correctness), Timing (latency, with the post-timing trials and the audited timed calls),
-IntegrityViolation, CandidateError. Reference worker -> parent:
-ReferenceOutputs per trial, then ReferenceDone. Parent -> child: Go (start timing); a child the parent
+IntegrityViolation, CandidateError. Reference worker -> parent: ReferenceOutputs per trial,
+ReferenceWorkload, then ReferenceDone. Parent -> child: Go (start timing); a child the parent
 no longer needs is killed, not asked to stop.
 """
 
@@ -156,6 +156,15 @@ class ReferenceOutputs:
     arrays: tuple[np.ndarray, ...]
     trivial: tuple[dict[str, float], ...]  # per output: errors of trivial predictors (zeros, mean, copy)
     fp64: Fp64Reference = Fp64Reference()
+
+
+@dataclass(frozen=True)
+class ReferenceWorkload:
+    """What one call of the task must do (verifier.sandbox.workload), for the roofline position."""
+
+    KIND: ClassVar[str] = "workload"
+    bytes_moved: int
+    flops: int
 
 
 @dataclass(frozen=True)
@@ -315,6 +324,7 @@ _DECODERS: dict[str, Callable[[dict, list], Any]] = {
     IntegrityViolation.KIND: lambda h, _a: IntegrityViolation(_text(h["reason"])),
     CandidateError.KIND: lambda h, _a: CandidateError(_text(h["phase"]), _text(h["error"])),
     ReferenceOutputs.KIND: _decode_reference,
+    ReferenceWorkload.KIND: lambda h, _a: ReferenceWorkload(int(h["bytes_moved"]), int(h["flops"])),
     ReferenceDone.KIND: lambda _h, _a: ReferenceDone(),
     Go.KIND: lambda _h, _a: Go(),
 }

@@ -6,7 +6,8 @@ as the sandbox child, from the same secret seed), the errors of trivial predicto
 the output mean, an input copy) used by the scale-aware correctness check, and the float64
 corrections of the precision check (verifier.sandbox.fp64_reference) for the correctness trials
 (not for the perturbation probe, a near copy of trial 0, nor the post-timing and audit trials,
-which only the task-dtype outputs are compared with).
+which only the task-dtype outputs are compared with); then the task's workload (bytes and FLOPs
+of one call, verifier.sandbox.workload) for the roofline position.
 
 References are always computed on the CPU, whatever the candidate's backend: the worker never
 imports candidate or backend code, and the sandbox child copies a GPU candidate's outputs to the
@@ -16,6 +17,7 @@ for bit before the child places them on the device).
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 
@@ -38,6 +40,22 @@ def trivial_errors(ref: np.ndarray, inputs: list) -> dict[str, float]:
 
 
 CHECKED_IN_FLOAT64 = ("check",)  # trial kinds the float64 check reads (the perturbation probe repeats trial 0)
+
+
+def _workload(model, inputs: list, workdir: str) -> msg.ReferenceWorkload | None:
+    """The task's workload; None when counting fails (the verdict then has no roofline position,
+    which must never cost the correctness check its reference outputs)."""
+    # torch.utils.flop_counter imports torch._dynamo, whose import asks for an inductor cache dir (a new
+    # temp dir unless one is named): name this worker's existing directory, since it may write nowhere
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", workdir)
+    from verifier.sandbox.workload import count_workload
+
+    try:
+        work = count_workload(model, inputs)
+    except Exception as exc:  # an op the dispatch counters cannot follow
+        print(f"workload not counted: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return None
+    return msg.ReferenceWorkload(work.bytes_moved, work.flops)
 
 
 def main(argv: list[str]) -> int:
@@ -70,6 +88,9 @@ def main(argv: list[str]) -> int:
         msg.send(out_fd, cfg.nonce, msg.ReferenceOutputs(
             trial.index, tuple(str(o.dtype).removeprefix("torch.") for o in outputs), tuple(arrays),
             tuple(trivial_errors(a, numpy_inputs) for a in arrays), fp64))
+    workload = _workload(model, inp.inputs_for(problem, spec.input_seed, inp.plan(1)[0]), cfg.workdir)
+    if workload is not None:
+        msg.send(out_fd, cfg.nonce, workload)
     msg.send(out_fd, cfg.nonce, msg.ReferenceDone())
     return 0
 

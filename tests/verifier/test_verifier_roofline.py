@@ -1,0 +1,119 @@
+"""Roofline positions: the arithmetic, the feedback line, plausibility by roofline before the ratio
+bound, the workload counted on a reference, and the machine probe with its cache (real, here)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from verifier.gates.latency import PairedTimes, summarise
+from verifier.machine_peaks import cache_path, machine_peaks
+from verifier.roofline import MachinePeaks, Workload, position
+from verifier.sandbox.workload import count_workload
+
+PEAKS = MachinePeaks(backend="cpu", device="test", threads=2, bandwidth=((1_000, 100.0), (10**9, 24.0)),
+                     compute_gflops=200.0)
+
+
+def test_memory_bound_position_and_its_feedback_line():
+    roof = position(Workload(bytes_moved=10**9, flops=10**8), seconds=1e9 / 9.12e9, peaks=PEAKS)
+    assert roof.bound == "memory" and roof.fraction == pytest.approx(0.38) and not roof.implausible
+    assert roof.line() == ("roofline: memory-bound (0.1 FLOP/byte); reaches 38% of measured memory "
+                           "bandwidth (9.12 of 24 GB/s)")
+
+
+def test_a_cache_sized_working_set_meets_the_cache_roof():
+    roof = position(Workload(bytes_moved=4_000, flops=1_000), seconds=4_000 / 50e9, peaks=PEAKS)
+    assert roof.roof_gbs == 100.0 and roof.fraction == pytest.approx(0.5)
+    assert "for its 4 kB working set (50 of 100 GB/s from cache; 24 GB/s from memory)" in roof.line()
+
+
+def test_compute_bound_position():
+    roof = position(Workload(bytes_moved=10**6, flops=10**10), seconds=0.5, peaks=PEAKS)
+    assert roof.bound == "compute" and roof.fraction == pytest.approx(0.1)
+    assert "reaches 10% of measured compute peak (20 of 200 GFLOP/s)" in roof.line()
+
+
+def test_faster_than_the_peaks_allow_is_implausible():
+    work = Workload(bytes_moved=10**9, flops=10)
+    assert not position(work, seconds=1 / 24 / 1.4, peaks=PEAKS).implausible  # within the probe margin
+    roof = position(work, seconds=1 / 24 / 2, peaks=PEAKS)
+    assert roof.implausible and "faster than this machine's measured peaks allow" in roof.implausible_reason()
+
+
+def test_bandwidth_roof_is_the_probe_at_the_largest_working_set_not_above():
+    assert PEAKS.bandwidth_at(10) == 100.0 and PEAKS.bandwidth_at(10**8) == 100.0
+    assert PEAKS.bandwidth_at(10**9) == 24.0 and PEAKS.memory_gbs == 24.0
+    with pytest.raises(ValueError):
+        MachinePeaks(backend="cpu", device="x", threads=1, bandwidth=(), compute_gflops=1.0)
+
+
+def _times(cand_ms, ref_ms, n=6):
+    return PairedTimes((cand_ms,) * n, (ref_ms,) * n)
+
+
+def test_roofline_flags_an_implausible_time_the_ratio_bound_lets_through():
+    work = Workload(bytes_moved=10**9, flops=10)  # >= 41.7 ms at 24 GB/s
+    result = summarise(_times(10.0, 30.0), 500, bound=10.0, workload=work, peaks=PEAKS)
+    assert result.speedup == pytest.approx(3.0) and result.flagged
+    assert "implausible by roofline" in result.flag_reason
+
+
+def test_a_big_speedup_within_the_roofline_is_a_note_not_a_flag():
+    work = Workload(bytes_moved=10**9, flops=10)
+    result = summarise(_times(100.0, 2600.0), 500, bound=10.0, workload=work, peaks=PEAKS)
+    assert not result.flagged and "exceeds the plausibility bound 10x, but is within" in result.note
+    assert result.roofline.fraction == pytest.approx(1 / 2.4, rel=1e-3)
+
+
+def test_without_peaks_the_ratio_bound_still_flags():
+    result = summarise(_times(1.0, 30.0), 500, bound=10.0, workload=Workload(10**9, 10), peaks=None)
+    assert result.flagged and "plausibility bound" in result.flag_reason and result.roofline is None
+
+
+def test_workload_of_a_reference_counts_each_tensor_once():
+    x = torch.randn(64, 300)
+    linear = torch.nn.Sequential(torch.nn.Linear(300, 128), torch.nn.ReLU())
+    work = count_workload(linear, [x])
+    assert work.bytes_moved == 4 * (64 * 300 + 300 * 128 + 128 + 64 * 128)
+    assert work.flops == 2 * 64 * 300 * 128 + 64 * 128  # addmm by FlopCounterMode's formula, relu one per element
+    view = count_workload(_Flatten(), [x])  # the output aliases the input: nothing computed, bytes once
+    assert view == Workload(bytes_moved=4 * 64 * 300, flops=0)
+
+
+class _Flatten(torch.nn.Module):
+    def forward(self, x):
+        return x.reshape(-1)
+
+
+def test_machine_peaks_are_probed_once_then_cached(tmp_path):
+    first = machine_peaks("cpu", 1, directory=tmp_path)
+    assert first.source == "probed" and first.peaks is not None, first.problem
+    peaks = first.peaks
+    assert peaks.compute_gflops > 0 and peaks.memory_gbs > 0 and peaks.load_average >= 0
+    sizes = [size for size, _ in peaks.bandwidth]
+    assert sizes == sorted(sizes) and sizes[-1] > 250e6  # well beyond any last-level cache here
+    again = machine_peaks("cpu", 1, directory=tmp_path)
+    assert again.source == "cached" and again.peaks == peaks
+    path = cache_path("cpu", 1, tmp_path)
+    assert json.loads(path.read_text())["threads"] == 1
+    path.write_text("{not json")  # a damaged cache file is probed again, never an error
+    assert machine_peaks("cpu", 1, directory=tmp_path).source == "probed"
+
+
+def test_a_backend_that_cannot_time_here_has_no_peaks_and_says_why(tmp_path):
+    lookup = machine_peaks("cuda", 2, directory=tmp_path)
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present: the cuda backend probes for real")
+    assert lookup.peaks is None and "no latency measurement here" in lookup.problem
+
+
+def test_the_device_probe_measures_through_torch_on_any_device():
+    """The default probe of GPU/NPU backends, run here on torch's CPU device with small sizes."""
+    from verifier.backends import device_probe
+
+    peaks = device_probe.probe("test", "cpu", lambda: None, 1, working_sets=(3 << 20, 12 << 20), matmul_n=256)
+    assert [size for size, _ in peaks.bandwidth] == [(3 << 20) // 12 * 12, (12 << 20) // 12 * 12]
+    assert peaks.memory_gbs > 0 and peaks.compute_gflops > 0 and peaks.device.startswith("cpu")

@@ -1,0 +1,131 @@
+"""Roofline position of a measured kernel: what it must move and compute, over its measured time,
+against this machine's probed bandwidth and compute peak (verifier.machine_peaks).
+
+- :class:`Workload` (counted on the reference, verifier.sandbox.workload): bytes moved, the lower
+  bound of traffic (every input, output and parameter touched once), and FLOPs.
+- :class:`MachinePeaks` (probed once per machine and backend): a STREAM-triad bandwidth curve over
+  working sets from L1-sized to far beyond the last-level cache, and the FMA throughput.
+- :func:`position` puts a time on that roofline. The bandwidth roof for a kernel is the probed
+  bandwidth at its working set (fresh inputs are made just before each timed call, so a small
+  task runs from cache); the time no kernel can beat is max(bytes / roof, flops / compute peak).
+  A kernel faster than that (beyond :data:`PLAUSIBLE_MARGIN`, for what the probes leave on the
+  table) is implausible: it skipped work or the measurement is wrong.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# A kernel may beat a probe somewhat (a read-only reduction moves more bytes per second than a
+# triad, which STREAM counts without its write-allocate traffic): beyond this factor it is flagged.
+PLAUSIBLE_MARGIN = 1.5
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What one call of a task must do at least."""
+
+    bytes_moved: int  # inputs + outputs + parameters, each once
+    flops: int  # FlopCounterMode (matmul, conv, attention) + one per output element of other compute ops
+
+
+@dataclass(frozen=True)
+class MachinePeaks:
+    """This machine's measured peaks for one backend and thread count (best of repeated probes)."""
+
+    backend: str
+    device: str  # e.g. "AMD EPYC, 2 threads" or "NVIDIA H100"
+    threads: int
+    bandwidth: tuple[tuple[int, float], ...]  # (working-set bytes, GB/s), increasing working sets
+    compute_gflops: float  # fp32 FMA throughput (2 FLOPs per lane per FMA)
+    probed_at: str = ""  # ISO time
+    probe_seconds: float = 0.0
+    load_average: float = 0.0  # 1-minute load average when the probe started (> CPUs: peaks understated)
+
+    def __post_init__(self) -> None:
+        if not self.bandwidth or self.compute_gflops <= 0 or any(g <= 0 for _, g in self.bandwidth):
+            raise ValueError("MachinePeaks: a bandwidth curve and a positive compute peak are required")
+
+    @property
+    def memory_gbs(self) -> float:
+        """Bandwidth from memory: the triad over the largest working set probed."""
+        return self.bandwidth[-1][1]
+
+    def bandwidth_at(self, working_set: int) -> float:
+        """The roof for a working set: the probed bandwidth at the largest probed set not above it
+        (a smaller set runs from a faster level, so this never understates what is attainable)."""
+        fitting = [gbs for size, gbs in self.bandwidth if size <= working_set]
+        return fitting[-1] if fitting else self.bandwidth[0][1]
+
+    def summary(self) -> str:
+        curve = ", ".join(f"{_size(size)} {gbs:.1f}" for size, gbs in self.bandwidth)
+        return (f"memory bandwidth {self.memory_gbs:.1f} GB/s (triad; by working set: {curve} GB/s), "
+                f"compute {self.compute_gflops:.1f} GFLOP/s (fp32 FMA), {self.device}")
+
+
+@dataclass(frozen=True)
+class RooflinePosition:
+    bytes_moved: int
+    flops: int
+    seconds: float  # the measured time of one call
+    achieved_gbs: float
+    achieved_gflops: float
+    roof_gbs: float  # bandwidth roof at this working set
+    memory_gbs: float  # bandwidth from memory (largest working set)
+    peak_gflops: float
+    bound: str  # "memory" | "compute": which roof binds at this arithmetic intensity
+    fraction: float  # the shortest possible time over the measured time (1.0 = on the roof)
+    implausible: bool
+
+    @property
+    def intensity(self) -> float:
+        return self.flops / self.bytes_moved if self.bytes_moved else 0.0
+
+    @property
+    def min_seconds(self) -> float:
+        return self.fraction * self.seconds
+
+    def line(self) -> str:
+        """One line of feedback, e.g. "roofline: memory-bound (0.125 FLOP/byte); reaches 38% of ..."."""
+        if self.bound == "compute":
+            reach = (f"reaches {self.fraction:.0%} of measured compute peak "
+                     f"({self.achieved_gflops:.3g} of {self.peak_gflops:.3g} GFLOP/s)")
+        elif self.roof_gbs > self.memory_gbs:  # the working set fits a cache level
+            reach = (f"reaches {self.fraction:.0%} of measured bandwidth for its {_size(self.bytes_moved)} "
+                     f"working set ({self.achieved_gbs:.3g} of {self.roof_gbs:.3g} GB/s from cache; "
+                     f"{self.memory_gbs:.3g} GB/s from memory)")
+        else:
+            reach = (f"reaches {self.fraction:.0%} of measured memory bandwidth "
+                     f"({self.achieved_gbs:.3g} of {self.roof_gbs:.3g} GB/s)")
+        return f"roofline: {self.bound}-bound ({self.intensity:.3g} FLOP/byte); {reach}"
+
+    def implausible_reason(self) -> str:
+        """Why the time is implausible ("" when it is not)."""
+        if not self.implausible:
+            return ""
+        return (f"{self.seconds * 1e3:.3g} ms is faster than this machine's measured peaks allow for "
+                f"{_size(self.bytes_moved)} and {self.flops:.3g} FLOPs (at least {self.min_seconds * 1e3:.3g} ms; "
+                f"{self.fraction:.0%} of the roof)")
+
+
+def position(workload: Workload, seconds: float, peaks: MachinePeaks) -> RooflinePosition | None:
+    """The roofline position of a call that took ``seconds``; None without a positive time or bytes."""
+    if seconds <= 0 or workload.bytes_moved <= 0:
+        return None
+    roof = peaks.bandwidth_at(workload.bytes_moved)
+    memory_s = workload.bytes_moved / (roof * 1e9)
+    compute_s = workload.flops / (peaks.compute_gflops * 1e9)
+    shortest = max(memory_s, compute_s)
+    return RooflinePosition(
+        bytes_moved=workload.bytes_moved, flops=workload.flops, seconds=seconds,
+        achieved_gbs=workload.bytes_moved / seconds / 1e9, achieved_gflops=workload.flops / seconds / 1e9,
+        roof_gbs=roof, memory_gbs=peaks.memory_gbs, peak_gflops=peaks.compute_gflops,
+        bound="memory" if memory_s >= compute_s else "compute", fraction=shortest / seconds,
+        implausible=seconds * PLAUSIBLE_MARGIN < shortest)
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n} B"
