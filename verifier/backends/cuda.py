@@ -280,7 +280,8 @@ class CudaBackend(Backend):
 
     def sandbox_paths(self) -> tuple[str, ...]:
         nvcc = find_nvcc()  # the toolkit, and torch's CUDA headers when fetched (evokernel toolchain fetch-cuda-headers)
-        headers = cuda_headers.cache_root()
+        # in the sandbox child, the parent's resolution (configure): the child runs with a private HOME
+        headers = Path(self.context.get("cuda_headers_root") or cuda_headers.cache_root())
         return ((str(Path(nvcc).resolve().parents[1]),) if nvcc else ()) + ((str(headers),) if headers.is_dir() else ())
 
     def before_sandbox(self) -> None:
