@@ -47,7 +47,7 @@ def call_forked(fn: Callable[[], Any], timeout_s: float, what: str) -> ForkResul
         os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     if timed_out:
-        return ForkResult(failure=f"{what} timed out after {timeout_s:.0f} s")
+        return ForkResult(failure=f"{what} timed out after {timeout_s:g} s")
     if os.WIFSIGNALED(status):
         return ForkResult(failure=f"{what} died with {signal.Signals(os.WTERMSIG(status)).name}")
     try:

@@ -17,13 +17,12 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
-import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verifier.backends.pymodule import import_candidate
-from verifier.backends.toolrun import trim_diagnostics
+from verifier.backends.pymodule import candidate_path, import_candidate
+from verifier.backends.triton_import_slice import import_error, kernels_only_source
 
 _POINTER_CALLS = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_cas", "atomic_xchg",
                   "atomic_and", "atomic_or", "atomic_xor", "make_block_ptr", "make_tensor_descriptor"}
@@ -158,7 +157,7 @@ def compile_plan(wrapper: Any, plan: KernelPlan, capability: int, warp_size: int
     try:
         compiled = triton.compile(source, target=GPUTarget("cuda", capability, warp_size), options=plan.options)
     except Exception as exc:  # triton raises CompilationError, but also plain errors from its passes
-        return KernelBuild(plan.name, False, f"{type(exc).__name__}: {exc}".strip())
+        return KernelBuild(plan.name, False, compile_error_text(exc))
     shared = int(getattr(compiled.metadata, "shared", 0) or 0)
     limit = SHARED_LIMIT.get(capability // 10, 101376)
     if shared > limit:
@@ -168,29 +167,17 @@ def compile_plan(wrapper: Any, plan: KernelPlan, capability: int, warp_size: int
     return KernelBuild(plan.name, True, f"{plan.name}: cubin for sm_{capability} ({consts}), {shared} B shared", shared)
 
 
-def kernels_only_source(module_tree: ast.Module) -> str:
-    """The candidate reduced to imports, literal constants and decorated kernels.
-
-    The compile gate runs before the sandbox's seccomp filter, so it never executes the
-    candidate's other top-level code (ModelNew, helper calls): only what Triton must import.
-    """
-    keep = []
-    for node in module_tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            keep.append(node)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_literal(node.value):
-            keep.append(node)
-        elif isinstance(node, ast.FunctionDef) and node.decorator_list:
-            keep.append(node)
-    return ast.unparse(ast.Module(body=keep, type_ignores=[])) + "\n"
-
-
-def _is_literal(node: ast.expr | None) -> bool:
-    try:
-        ast.literal_eval(node)
-        return True
-    except (ValueError, SyntaxError, TypeError):
-        return False
+def compile_error_text(exc: BaseException) -> str:
+    """Triton's error with the errors it chains: an error inside a device function is reported at
+    the call in the kernel, with the device function's own error (and its caret) as the cause."""
+    parts, seen = [], set()
+    while exc is not None and id(exc) not in seen and len(parts) < 4:
+        seen.add(id(exc))
+        text = f"{type(exc).__name__}: {exc}".strip()
+        if not any(text.split(": ", 1)[-1] in part for part in parts):  # the innermost error repeats
+            parts.append(text)
+        exc = exc.__cause__ or exc.__context__
+    return "\ncaused by ".join(parts)
 
 
 def device_functions(module_tree: ast.Module, names: set[str]) -> dict[str, str]:
@@ -211,11 +198,11 @@ def compile_candidate(module_tree: ast.Module, build_dir: Path, capability: int)
 
     Returns {"ok": bool, "text": diagnostics or build summary} (JSON, see verifier.backends.forked).
     """
+    source = kernels_only_source(module_tree)
     try:
-        module = import_candidate(kernels_only_source(module_tree), build_dir, "triton_aot")
-    except Exception:
-        return {"ok": False, "text": "importing the candidate failed:\n" + trim_diagnostics(
-            traceback.format_exc(limit=-3), strip_prefixes=(str(build_dir),))}
+        module = import_candidate(source, build_dir, "triton_aot")
+    except Exception as exc:
+        return {"ok": False, "text": import_error(exc, candidate_path(source, build_dir, "triton_aot"))}
     jitted = {name: obj for name, obj in vars(module).items()
               if unwrap_jit(obj) is not None and unwrap_jit(obj).fn.__module__ == module.__name__}
     if not jitted:

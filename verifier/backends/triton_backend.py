@@ -8,8 +8,8 @@ latency is not measured (the interpreter's speed says nothing about the GPU's). 
 runs the task on small shapes (see :mod:`verifier.backends.small_shapes`), reference and candidate
 alike. Triton's run mode is fixed at its first import in a process (:mod:`verifier.backends.triton_modes`),
 so without a GPU the AOT compile runs in a fork (:mod:`verifier.backends.forked`) and the child
-imports triton only once, interpreted; ``@triton.autotune`` is not benchmarked there: launches take
-its configs in turn and the correctness gate says which ran.
+imports triton only once, interpreted; ``@triton.autotune`` is not benchmarked there: each new
+input takes the next config and the correctness gate says which ran.
 
 Sandbox policy: on a GPU, Triton JIT-compiles each kernel at its first launch and runs ptxas as a
 subprocess, which the child's no-exec seccomp filter would kill (SIGSYS). The launch signature
@@ -37,8 +37,10 @@ from verifier.backends.forked import call_forked
 from verifier.backends.pymodule import import_candidate, model_new_class
 from verifier.backends.scaffolds import read_scaffold
 from verifier.backends.small_shapes import shrink_task_source
-from verifier.backends.triton_aot import compile_candidate, kernels_only_source
-from verifier.backends.triton_modes import autotune_report, interpreted_now, rotate_autotune_configs, use_mode
+from verifier.backends.triton_aot import compile_candidate
+from verifier.backends.triton_import_slice import kernels_only_source
+from verifier.backends.triton_modes import (autotune_report, interpreted_now, rotate_autotune_configs, turn_per_input,
+                                            use_mode)
 
 __all__ = ["TritonBackend", "kernels_only_source", "triton_version"]
 
@@ -159,7 +161,8 @@ class TritonBackend(Backend):
             raise RuntimeError(f"triton: not installed ({INSTALL_HINT})")
         present, _ = gpu_present()
         set_interpreter(not present)
-        return model_new_class(import_candidate(candidate_source, build_dir, "triton"), self.name)
+        model_cls = model_new_class(import_candidate(candidate_source, build_dir, "triton"), self.name)
+        return model_cls if present else turn_per_input(model_cls)  # autotune: a config per input
 
     def correctness_task_source(self, task_source: str) -> str:
         return task_source if gpu_present()[0] else shrink_task_source(task_source)
