@@ -105,3 +105,22 @@ def test_availability_lists_what_each_gate_can_do_here():
         return
     assert availability.line().endswith(
         "compile yes (triton %s, AOT for sm_90), correctness yes (interpreter, small shapes), latency no (no GPU)" % triton_version())
+
+
+def test_the_compile_imports_config_tables_and_plain_helpers_but_no_other_top_level_calls():
+    source = '''import triton
+from triton import Config as C
+import os
+configs = [triton.Config({"BLOCK": b}, num_warps=w, pre_hook=lambda a: a["y"].zero_()) for b in (64, 128) for w in range(2, 5)]
+short = [C({"BLOCK": 16})]
+escape = triton.runtime.jit.os.system("id")
+hidden = [triton.Config(__import__("os").system("id"))]
+weights = torch.zeros(3)
+def prune(configs, named_args, limit=128):
+    return configs
+def loaded(path=open("/etc/passwd").read()):
+    pass
+'''
+    kept = kernels_only_source(ast.parse(source))
+    assert "configs = [triton.Config" in kept and "short = [C(" in kept and "def prune(" in kept
+    assert "escape" not in kept and "hidden" not in kept and "weights" not in kept and "def loaded" not in kept
