@@ -221,7 +221,11 @@ class Session:
         self.ref_thread.join(timeout=max(0.0, self.runtime_deadline - time.monotonic()))
         checks = check_trials(batch.trials, self._reference, self.tol)
         self.facts = replace(self.facts, skipped_trials=checks.skipped)
-        return checks.gate(time.perf_counter() - start)
+        gate = checks.gate(time.perf_counter() - start)
+        if batch.note:  # e.g. which @triton.autotune configs the interpreter ran: the reason when it passed
+            gate = replace(gate, reason=gate.reason or batch.note.replace("\n", "; "),
+                           detail=f"{gate.detail}\n{batch.note}".strip())
+        return gate
 
     def _latency(self) -> GateResult:
         start = time.perf_counter()

@@ -6,6 +6,7 @@ import ast
 
 import pytest
 import torch
+from fresh_python import run_fresh
 
 from verifier.backends.scaffolds import fenced_blocks, scaffold_sections
 from verifier.backends.triton_backend import TritonBackend, kernels_only_source, triton_version
@@ -81,13 +82,20 @@ def test_a_candidate_without_kernels_fails_compile(tmp_path):
 
 
 def test_interpreter_runs_an_honest_kernel_correctly_and_a_wrong_one_wrongly(tmp_path):
+    script = f"""
+    import json, torch
+    from pathlib import Path
+    from verifier.backends.triton_backend import TritonBackend
+    example = {scaffold_example()!r}
     backend = TritonBackend()
-    assert backend.device() == ("cuda" if torch.cuda.is_available() else "cpu")
     x = torch.randn(3000, device=backend.device())
-    honest = backend.load(scaffold_example(), tmp_path / "a")
-    assert torch.equal(honest()(x), torch.relu(x))
-    wrong = backend.load(scaffold_example().replace("tl.maximum(x, 0.0)", "tl.maximum(x, 0.1)"), tmp_path / "b")
-    assert not torch.allclose(wrong()(x), torch.relu(x))
+    honest = backend.load(example, Path({str(tmp_path)!r}) / "a")
+    wrong = backend.load(example.replace("tl.maximum(x, 0.0)", "tl.maximum(x, 0.1)"), Path({str(tmp_path)!r}) / "b")
+    print(json.dumps({{"device": backend.device(), "honest": torch.equal(honest()(x), torch.relu(x)),
+                      "wrong": torch.allclose(wrong()(x), torch.relu(x))}}))
+    """
+    result = run_fresh(script, tmp_path)  # interpreted triton stays out of this worker (see fresh_python)
+    assert result == {"device": "cuda" if torch.cuda.is_available() else "cpu", "honest": True, "wrong": False}
 
 
 def test_availability_lists_what_each_gate_can_do_here():
@@ -97,3 +105,22 @@ def test_availability_lists_what_each_gate_can_do_here():
         return
     assert availability.line().endswith(
         "compile yes (triton %s, AOT for sm_90), correctness yes (interpreter, small shapes), latency no (no GPU)" % triton_version())
+
+
+def test_the_compile_imports_config_tables_and_plain_helpers_but_no_other_top_level_calls():
+    source = '''import triton
+from triton import Config as C
+import os
+configs = [triton.Config({"BLOCK": b}, num_warps=w, pre_hook=lambda a: a["y"].zero_()) for b in (64, 128) for w in range(2, 5)]
+short = [C({"BLOCK": 16})]
+escape = triton.runtime.jit.os.system("id")
+hidden = [triton.Config(__import__("os").system("id"))]
+weights = torch.zeros(3)
+def prune(configs, named_args, limit=128):
+    return configs
+def loaded(path=open("/etc/passwd").read()):
+    pass
+'''
+    kept = kernels_only_source(ast.parse(source))
+    assert "configs = [triton.Config" in kept and "short = [C(" in kept and "def prune(" in kept
+    assert "escape" not in kept and "hidden" not in kept and "weights" not in kept and "def loaded" not in kept

@@ -126,6 +126,12 @@ class Backend(ABC):
         """Child side, after compile and before the seccomp filter and the integrity snapshot:
         process setup that load needs (environment flags), so it is not seen as the candidate's."""
 
+    def runtime_note(self) -> str:
+        """Child side, after the correctness trials: what stood in for hardware-only machinery while
+        they ran (triton's interpreter: which ``@triton.autotune`` configs ran, not benchmarked), for the
+        correctness gate's feedback. Default ""."""
+        return ""
+
     def exec_after_load(self) -> str:
         """Sandbox policy: non-empty (the reason) when this backend must start processes after the
         candidate is loaded, so the child skips the no-exec seccomp filter and the verdict says so.

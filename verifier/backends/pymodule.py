@@ -14,12 +14,17 @@ from pathlib import Path
 from types import ModuleType
 
 
+def candidate_path(candidate_source: str, build_dir: Path, stem: str) -> Path:
+    """Where :func:`import_candidate` writes this source (its module name is the file's stem)."""
+    digest = hashlib.sha256(candidate_source.encode()).hexdigest()[:16]
+    return build_dir / f"evokernel_candidate_{stem}_{digest}.py"
+
+
 def import_candidate(candidate_source: str, build_dir: Path, stem: str) -> ModuleType:
     """Write the candidate to build_dir/<stem>_<hash>.py and import it as a fresh module."""
-    digest = hashlib.sha256(candidate_source.encode()).hexdigest()[:16]
-    module_name = f"evokernel_candidate_{stem}_{digest}"
+    path = candidate_path(candidate_source, build_dir, stem)
+    module_name = path.stem
     build_dir.mkdir(parents=True, exist_ok=True)
-    path = build_dir / f"{module_name}.py"
     path.write_text(candidate_source)
     spec = importlib.util.spec_from_file_location(module_name, path)
     assert spec is not None and spec.loader is not None

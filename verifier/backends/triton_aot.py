@@ -7,6 +7,9 @@ config; pointers are the bases of ``tl.load`` / ``tl.store`` address expressions
 through assignments) or parameters named ``*ptr*``; other scalars are i32, or fp32 when passed a
 float literal or named like one (eps, alpha, scale...). A kernel whose constexpr cannot be
 inferred is reported as skipped, never failed: the interpreter still checks it.
+
+Only launched kernels are compiled: a ``@triton.jit`` function that other jit functions call and
+that is never launched (``kernel[grid](...)``) is a device function, compiled inside its callers.
 """
 
 from __future__ import annotations
@@ -15,7 +18,11 @@ import ast
 import inspect
 import textwrap
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from verifier.backends.pymodule import candidate_path, import_candidate
+from verifier.backends.triton_import_slice import import_error, kernels_only_source
 
 _POINTER_CALLS = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_cas", "atomic_xchg",
                   "atomic_and", "atomic_or", "atomic_xor", "make_block_ptr", "make_tensor_descriptor"}
@@ -150,7 +157,7 @@ def compile_plan(wrapper: Any, plan: KernelPlan, capability: int, warp_size: int
     try:
         compiled = triton.compile(source, target=GPUTarget("cuda", capability, warp_size), options=plan.options)
     except Exception as exc:  # triton raises CompilationError, but also plain errors from its passes
-        return KernelBuild(plan.name, False, f"{type(exc).__name__}: {exc}".strip())
+        return KernelBuild(plan.name, False, compile_error_text(exc))
     shared = int(getattr(compiled.metadata, "shared", 0) or 0)
     limit = SHARED_LIMIT.get(capability // 10, 101376)
     if shared > limit:
@@ -158,3 +165,55 @@ def compile_plan(wrapper: Any, plan: KernelPlan, capability: int, warp_size: int
                                              f"limit {limit} B: use smaller BLOCK sizes or fewer num_stages", shared)
     consts = ", ".join(f"{k}={v}" for k, v in plan.constexprs.items())
     return KernelBuild(plan.name, True, f"{plan.name}: cubin for sm_{capability} ({consts}), {shared} B shared", shared)
+
+
+def compile_error_text(exc: BaseException) -> str:
+    """Triton's error with the errors it chains: an error inside a device function is reported at
+    the call in the kernel, with the device function's own error (and its caret) as the cause."""
+    parts, seen = [], set()
+    while exc is not None and id(exc) not in seen and len(parts) < 4:
+        seen.add(id(exc))
+        text = f"{type(exc).__name__}: {exc}".strip()
+        if not any(text.split(": ", 1)[-1] in part for part in parts):  # the innermost error repeats
+            parts.append(text)
+        exc = exc.__cause__ or exc.__context__
+    return "\ncaused by ".join(parts)
+
+
+def device_functions(module_tree: ast.Module, names: set[str]) -> dict[str, str]:
+    """Jit functions called from another jit function and never launched: name -> first caller."""
+    callers: dict[str, str] = {}
+    for node in module_tree.body:
+        if not (isinstance(node, ast.FunctionDef) and node.name in names):
+            continue
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in names:
+                if call.func.id != node.name:
+                    callers.setdefault(call.func.id, node.name)
+    return {name: caller for name, caller in callers.items() if not _launch_sites(module_tree, name)}
+
+
+def compile_candidate(module_tree: ast.Module, build_dir: Path, capability: int) -> dict[str, Any]:
+    """Import the candidate's kernels (compiled mode) and AOT-compile each launched one.
+
+    Returns {"ok": bool, "text": diagnostics or build summary} (JSON, see verifier.backends.forked).
+    """
+    source = kernels_only_source(module_tree)
+    try:
+        module = import_candidate(source, build_dir, "triton_aot")
+    except Exception as exc:
+        return {"ok": False, "text": import_error(exc, candidate_path(source, build_dir, "triton_aot"))}
+    jitted = {name: obj for name, obj in vars(module).items()
+              if unwrap_jit(obj) is not None and unwrap_jit(obj).fn.__module__ == module.__name__}
+    if not jitted:
+        return {"ok": False, "text": "no @triton.jit kernel defined in the candidate: ModelNew must launch "
+                                     "Triton kernels (kernel[grid](...))"}
+    helpers = device_functions(module_tree, set(jitted))
+    constants = {k: v for k, v in vars(module).items() if isinstance(v, (int, float, bool))}
+    builds = [compile_plan(obj, plan_kernel(name, obj, module_tree, constants), capability)
+              for name, obj in jitted.items() if name not in helpers]
+    failed = [b for b in builds if not b.ok]
+    if failed:
+        return {"ok": False, "text": "\n".join(f"kernel {b.name}: {b.message}" for b in failed)[:4000]}
+    notes = [f"{name}: device function, compiled inside {caller}" for name, caller in helpers.items()]
+    return {"ok": True, "text": "\n".join([b.message for b in builds] + notes)}

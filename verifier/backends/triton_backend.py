@@ -6,7 +6,10 @@ one: the compile gate compiles every kernel ahead of time for a GPU target (sm_9
 correctness runs the kernels in the Triton interpreter (``TRITON_INTERPRET=1``) on CPU tensors;
 latency is not measured (the interpreter's speed says nothing about the GPU's). The interpreter
 runs the task on small shapes (see :mod:`verifier.backends.small_shapes`), reference and candidate
-alike.
+alike. Triton's run mode is fixed at its first import in a process (:mod:`verifier.backends.triton_modes`),
+so without a GPU the AOT compile runs in a fork (:mod:`verifier.backends.forked`) and the child
+imports triton only once, interpreted; ``@triton.autotune`` is not benchmarked there: each new
+input takes the next config and the correctness gate says which ran.
 
 Sandbox policy: on a GPU, Triton JIT-compiles each kernel at its first launch and runs ptxas as a
 subprocess, which the child's no-exec seccomp filter would kill (SIGSYS). The launch signature
@@ -20,9 +23,7 @@ Without a GPU the interpreter needs no exec and the filter stays on.
 from __future__ import annotations
 
 import ast
-import os
 import time
-import traceback
 from importlib import metadata
 from importlib.util import find_spec
 from pathlib import Path
@@ -32,10 +33,16 @@ from kernelbench_npu.spec import TaskSpec
 from verifier.backends.base import Availability, Backend, CompileOutcome, GateCapability
 from verifier.backends.cuda import target_arch
 from verifier.backends.gpu_timing import cuda_event_timer, gpu_present
+from verifier.backends.forked import call_forked
 from verifier.backends.pymodule import import_candidate, model_new_class
 from verifier.backends.scaffolds import read_scaffold
 from verifier.backends.small_shapes import shrink_task_source
-from verifier.backends.toolrun import trim_diagnostics
+from verifier.backends.triton_aot import compile_candidate
+from verifier.backends.triton_import_slice import kernels_only_source
+from verifier.backends.triton_modes import (autotune_report, interpreted_now, rotate_autotune_configs, turn_per_input,
+                                            use_mode)
+
+__all__ = ["TritonBackend", "kernels_only_source", "triton_version"]
 
 INSTALL_HINT = "pip install 'evokernel[triton]'"
 
@@ -60,34 +67,24 @@ def _capability() -> int:
     return int(digits)
 
 
-def kernels_only_source(module_tree: ast.Module) -> str:
-    """The candidate reduced to imports, literal constants and decorated kernels.
-
-    The compile gate runs before the sandbox's seccomp filter, so it never executes the
-    candidate's other top-level code (ModelNew, helper calls): only what Triton must import.
-    """
-    keep = []
-    for node in module_tree.body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            keep.append(node)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and _is_literal(node.value):
-            keep.append(node)
-        elif isinstance(node, ast.FunctionDef) and node.decorator_list:
-            keep.append(node)
-    return ast.unparse(ast.Module(body=keep, type_ignores=[])) + "\n"
-
-
-def _is_literal(node: ast.expr | None) -> bool:
-    try:
-        ast.literal_eval(node)
-        return True
-    except (ValueError, SyntaxError, TypeError):
-        return False
-
-
 def set_interpreter(enabled: bool) -> None:
-    """TRITON_INTERPRET decides, at decoration time, whether @triton.jit builds an interpreted kernel."""
-    os.environ["TRITON_INTERPRET"] = "1" if enabled else "0"
+    """Fix this process's triton mode (see :func:`verifier.backends.triton_modes.use_mode`)."""
+    use_mode(enabled)
+
+
+def _aot_compile(module_tree: ast.Module, build_dir: Path, timeout_s: float) -> dict:
+    """The AOT compile's {"ok", "text"}, run where it leaves this process's triton mode as the
+    kernels will need it: in a fork unless this process imported triton compiled already."""
+    def build() -> dict:
+        set_interpreter(False)
+        return compile_candidate(module_tree, build_dir, _capability())
+
+    if interpreted_now() is False or (interpreted_now() is None and gpu_present()[0]):
+        return build()  # kernels run compiled in this process too (a GPU): one mode throughout
+    if interpreted_now():
+        raise RuntimeError("the triton AOT compile needs a process that has not imported triton interpreted")
+    forked = call_forked(build, timeout_s, "the triton AOT compile")
+    return forked.value if forked.failure == "" else {"ok": False, "text": forked.failure}
 
 
 def count_launches() -> None:
@@ -155,40 +152,30 @@ class TritonBackend(Backend):
             return outcome(False, f"line {exc.lineno}: Python syntax error: {exc.msg}")
         if triton_version() is None:
             return outcome(False, f"triton: not installed on the verifier ({INSTALL_HINT})")
-        from verifier.backends.triton_aot import compile_plan, plan_kernel, unwrap_jit
 
-        set_interpreter(False)
-        try:
-            module = import_candidate(kernels_only_source(module_tree), build_dir, "triton_aot")
-        except Exception:
-            return outcome(False, "importing the candidate failed:\n" + trim_diagnostics(
-                traceback.format_exc(limit=-3), strip_prefixes=(str(build_dir),)))
-        kernels = {name: obj for name, obj in vars(module).items()
-                   if unwrap_jit(obj) is not None and unwrap_jit(obj).fn.__module__ == module.__name__}
-        if not kernels:
-            return outcome(False, "no @triton.jit kernel defined in the candidate: ModelNew must launch "
-                                  "Triton kernels (kernel[grid](...))")
-        constants = {k: v for k, v in vars(module).items() if isinstance(v, (int, float, bool))}
-        builds = [compile_plan(obj, plan_kernel(name, obj, module_tree, constants), _capability())
-                  for name, obj in kernels.items()]
-        failed = [b for b in builds if not b.ok]
-        if failed:
-            return outcome(False, "\n".join(f"kernel {b.name}: {b.message}" for b in failed)[:4000])
-        return outcome(True, "\n".join(b.message for b in builds))
+        result = _aot_compile(module_tree, build_dir, timeout_s)
+        return outcome(bool(result["ok"]), str(result["text"]))
 
     def load(self, candidate_source: str, build_dir: Path) -> type:
         if triton_version() is None:
             raise RuntimeError(f"triton: not installed ({INSTALL_HINT})")
         present, _ = gpu_present()
         set_interpreter(not present)
-        return model_new_class(import_candidate(candidate_source, build_dir, "triton"), self.name)
+        model_cls = model_new_class(import_candidate(candidate_source, build_dir, "triton"), self.name)
+        return model_cls if present else turn_per_input(model_cls)  # autotune: a config per input
 
     def correctness_task_source(self, task_source: str) -> str:
         return task_source if gpu_present()[0] else shrink_task_source(task_source)
 
     def before_sandbox(self) -> None:
-        set_interpreter(not gpu_present()[0])
+        interpret = not gpu_present()[0]
+        set_interpreter(interpret)
         count_launches()
+        if interpret:
+            rotate_autotune_configs()
+
+    def runtime_note(self) -> str:
+        return autotune_report()
 
     def exec_after_load(self) -> str:
         return "triton JIT-compiles kernels with ptxas at first launch" if gpu_present()[0] else ""

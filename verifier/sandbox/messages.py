@@ -107,6 +107,7 @@ class TrialOutputs:
 class TrialBatch:
     KIND: ClassVar[str] = "correctness"
     trials: tuple[TrialOutputs, ...]
+    note: str = ""  # the backend's runtime note (Backend.runtime_note), shown with the correctness gate
 
 
 @dataclass(frozen=True)
@@ -216,7 +217,7 @@ def _encode_trials(trials: tuple[TrialOutputs, ...]) -> tuple[list[dict], list[n
 
 def _encode_batch(message: TrialBatch) -> tuple[dict, list]:
     metas, arrays = _encode_trials(message.trials)
-    return {"trials": metas}, arrays
+    return {"trials": metas, "note": message.note}, arrays
 
 
 def _encode_timing(message: Timing) -> tuple[dict, list]:
@@ -264,7 +265,7 @@ def _decode_batch(header: dict, arrays: list) -> TrialBatch:
     trials, rest = _decode_trials(header["trials"], arrays)
     if rest:
         raise ValueError("unclaimed arrays")
-    return TrialBatch(trials)
+    return TrialBatch(trials, _text(header["note"]))
 
 
 def _decode_timing(header: dict, arrays: list) -> Timing:

@@ -70,7 +70,7 @@ class TrialRunner:
             results.append(_outputs(trial, outputs))
         if self.child.check_state(self.snapshot, "correctness") or self.check_threads("correctness"):
             return False
-        self.child.send(msg.TrialBatch(tuple(results)))
+        self.child.send(msg.TrialBatch(tuple(results), self.backend.runtime_note()))
         return True
 
     def check_threads(self, phase: str) -> bool:
