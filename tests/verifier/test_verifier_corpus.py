@@ -43,8 +43,6 @@ class KnownFalseRejection(Exception):
     """Raised when an honest candidate is rejected exactly as KNOWN_FALSE_REJECTIONS says."""
 
 
-NATIVE_PARAMS = ("compile gate: native sources and extension names are read without running the candidate, only "
-                 "from literals and module constants, not through a build helper's parameters")
 TRITON_STDLIB = ("triton without a GPU: the AOT compile imports triton.language with TRITON_INTERPRET=0 in the same "
                  "child, so its @jit'd standard library (tl.sum, tl.max, tl.zeros...) stays compiled-mode and the "
                  "interpreter refuses to call it from an interpreted kernel")
@@ -54,8 +52,6 @@ NOT_IN_SCOPE = "Cannot call @triton.jit'd outside of the scope of a kernel"
 # Each entry is a strict xfail with its cause: fixing the cause makes the test XPASS, which fails the run
 # until the entry is removed; a rejection for any other reason fails it too.
 KNOWN_FALSE_REJECTIONS = {
-    "honest_cuda_build_helper": FalseRejection("compile", "name must be a string literal", NATIVE_PARAMS),
-    "honest_cpu_build_helper_params": FalseRejection("compile", "not a static constant", NATIVE_PARAMS),
     "honest_triton_softmax_rows": FalseRejection("correctness", NOT_IN_SCOPE, TRITON_STDLIB),
     "honest_triton_layernorm_params": FalseRejection("correctness", NOT_IN_SCOPE, TRITON_STDLIB),
     "honest_triton_two_kernels": FalseRejection("correctness", NOT_IN_SCOPE, TRITON_STDLIB),
