@@ -90,19 +90,22 @@ class BoundArgs:
         owner = self.symbols.owner(name.id, self.symbols.scope.get(id(name), self.tree))
         if owner is None:
             raise not_static(name, f"{name.id} is not defined in the module")
+        bindings = self.symbols.bindings[id(owner)][name.id]
+        if len(bindings) != 1:  # the value a call sees would depend on when it runs
+            where = "at module level" if owner is self.tree else f"in {_title(owner)}"
+            raise not_static(name, f"{name.id} is bound more than once {where}")
+        binding = bindings[0]
+        if binding.kind in _BOUND_BY:
+            raise not_static(name, f"{name.id} is {_BOUND_BY[binding.kind]}")
         if owner is self.tree:
             if name.id not in self.consts:
                 raise not_static(name, f"{name.id} is not a module-level constant")
             return self._value(self.consts[name.id], None, depth)
-        bindings = self.symbols.bindings[id(owner)][name.id]
-        if len(bindings) != 1:
-            raise not_static(name, f"{name.id} is bound more than once in {_title(owner)}")
-        binding = bindings[0]
         if binding.kind == "param":
             return self._param(binding.node, frame, depth)
         if binding.kind == "value":  # a local assigned once: read where the helper runs
             return self._value(binding.node, _find(frame, owner) or frame, depth)
-        raise not_static(name, f"{name.id} is {_BOUND_BY.get(binding.kind, 'bound at run time')}")
+        raise not_static(name, f"{name.id} is bound at run time")
 
     def _param(self, arg: ast.arg, frame: Frame | None, depth: int) -> object:
         param = self.symbols.params[id(arg)]
@@ -131,18 +134,23 @@ class BoundArgs:
 
     # -- call paths ----------------------------------------------------------------------------
 
-    def _frames(self, fn: ast.AST | None, depth: int) -> list[Frame | None]:
+    def _frames(self, fn: ast.AST | None, depth: int, path: frozenset[int] = frozenset()) -> list[Frame | None]:
+        """Every call path from import-time code down to ``fn``. A path that re-enters a helper is
+        skipped (what a recursion passes is not read; the loader refuses a source never built)."""
         if fn is None:
             return [None]
         if depth >= MAX_CHAIN:
-            raise SourceExtractionError(f"line {fn.lineno}: build helpers call each other too deeply (or recursively)")
+            raise SourceExtractionError(f"line {fn.lineno}: build helpers call each other more than {MAX_CHAIN} deep")
         sites = call_sites(fn, self.symbols, self.resolver.mro)
-        if sites is None or (not sites and self.symbols.enclosing_class(fn) is not None):
-            return [Frame(fn, None, 0, None, self._unseen(fn))]  # forward, __init__, a helper passed around
         frames: list[Frame | None] = []
-        for call in sites:
+        if sites is None or not sites and self.symbols.enclosing_class(fn) is not None or _harness_called(fn, self.symbols):
+            frames.append(Frame(fn, None, 0, None, self._unseen(fn)))  # forward, __init__, a helper passed around
+        for call in sites or ():
+            caller = self.symbols.runs_in.get(id(call))
+            if caller is fn or id(caller) in path:
+                continue
             shift = self._shift(fn, call)
-            frames += [Frame(fn, call, shift, caller) for caller in self._frames(self.symbols.runs_in.get(id(call)), depth + 1)]
+            frames += [Frame(fn, call, shift, outer) for outer in self._frames(caller, depth + 1, path | {id(fn)})]
             if len(frames) > MAX_PATHS:
                 raise SourceExtractionError(f"line {fn.lineno}: {_title(fn)} is reached by more than {MAX_PATHS} call paths")
         return frames
@@ -174,6 +182,12 @@ class BoundArgs:
 
 
 _BOUND_BY = {"element": "a loop or unpacking target", "def": "a function", "class": "a class", "import": "an import"}
+
+
+def _harness_called(fn: ast.AST, symbols: Symbols) -> bool:
+    """A method Python or torch calls without a call in the candidate (``__init__``, ``forward``...)."""
+    name = getattr(fn, "name", "")
+    return symbols.enclosing_class(fn) is not None and (name == "forward" or name.startswith("__") and name.endswith("__"))
 
 
 _PROBE = Frame(ast.Module(body=[], type_ignores=[]), None, 0, None)  # first read: no parameter bound yet
