@@ -243,7 +243,8 @@ def load_c(source: str, functions: dict[str, str], cache_dir: str | Path | None 
         return NativeLibrary(_PREBUILT[key], functions)
     if _SANDBOXED:
         raise NativeBuildError("load_c: this source was not built by the compile gate; pass a string "
-                               "literal (or a module-level string constant) as the first argument")
+                               "literal or a module-level string constant as the first argument (directly "
+                               "or through a build helper's parameters)")
     from verifier.settings import default_cache_dir
 
     result = build(source, Path(cache_dir) if cache_dir else default_cache_dir())

@@ -170,9 +170,9 @@ class CpuBackend(Backend):
                    timeout_s: float) -> tuple[bool, str, tuple[str, ...], BuiltUnit, bool]:
         """(ok, diagnostics, files to cache, what the build-policy checks read, cached)."""
         if native.loader != "load_c":
-            return self._build_inline(dict(native.inline_args), build_dir, native.line)
+            return self._build_inline(dict(native.inline_args), build_dir, native.where)
         result = cpu_native.build(native.code, build_dir, timeout_s)
-        unit = BuiltUnit(f"load_c source (line {native.line})", result.preprocessed, result.includes,
+        unit = BuiltUnit(f"load_c source ({native.where})", result.preprocessed, result.includes,
                          (result.library,) if result.ok else ())
         if not result.ok:
             return False, result.diagnostics, (), unit, False
@@ -180,7 +180,7 @@ class CpuBackend(Backend):
         return True, "", (str(Path(result.library).parent),), unit, result.cached
 
     def _build_inline(self, kwargs: dict, build_dir: Path,
-                      line: int) -> tuple[bool, str, tuple[str, ...], BuiltUnit, bool]:
+                      where: str) -> tuple[bool, str, tuple[str, ...], BuiltUnit, bool]:
         from torch.utils import cpp_extension
 
         from verifier.gates.hack_build import candidate_lines, read_text
@@ -208,7 +208,7 @@ class CpuBackend(Backend):
                 temp.unlink()  # the preprocessed text is kept in record; 20 MB of main.ii is not
         text, includes = cpu_native._read_record(record)
         self._inline_built[key] = (name, str(target))
-        unit = BuiltUnit(f"load_inline cpp_sources (line {line})", text, includes, (str(library),), line_offset=first - 1)
+        unit = BuiltUnit(f"load_inline cpp_sources ({where})", text, includes, (str(library),), line_offset=first - 1)
         return True, "", (str(library), str(record)), unit, cached
 
     def load(self, candidate_source: str, build_dir: Path) -> type:
@@ -234,7 +234,8 @@ class CpuBackend(Backend):
             entry = built.get(inline_key(kwargs))
             if entry is None:
                 raise cpu_native.NativeBuildError("load_inline: these arguments were not built by the compile "
-                                                  "gate; use string literals or module-level constants")
+                                                  "gate; pass string literals or module-level constants (directly or "
+                                                  "through a build helper's parameters)")
             module = cpp_extension._import_module_from_library(entry[0], entry[1], True)
             return _CountingModule(module)
 

@@ -3,7 +3,8 @@
 A KernelBench CUDA candidate builds its kernel with ``torch.utils.cpp_extension.load_inline(
 name=..., cpp_sources=..., cuda_sources=..., functions=[...])``. The parent (and the compile gate
 on a machine without a GPU) must not execute candidate code, so this module reads the call from
-the AST: string literals, module-level string variables, lists/tuples and ``+`` of those. It
+the AST: string literals, module-level string variables, lists/tuples, f-strings and ``+`` of
+those, and build-helper parameters bound to them (see verifier.native_args). It
 then rebuilds the two translation units load_inline would compile (same preludes, same pybind
 module), so that nvcc/g++ see what torch's build would see.
 """
@@ -13,7 +14,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from verifier.native_sources import module_constants
+from verifier.native_args import BoundArgs, Reader
+from verifier.native_sources import inline_kwargs
+from verifier.static_values import SourceExtractionError
 
 CUDA_PRELUDE = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
 CPP_PRELUDE = "#include <torch/extension.h>\n"
@@ -43,38 +46,36 @@ class InlineExtension:
         return CPP_PRELUDE + self.cpp_sources + module
 
 
-_POSITIONAL = ("name", "cpp_sources", "cuda_sources", "functions")
-
-
-def _resolve_text(node: ast.expr | None, names: dict[str, ast.expr], what: str, depth: int = 0) -> str:
-    if node is None or (isinstance(node, ast.Constant) and node.value is None):
+def _text(kwargs: dict[str, object], what: str) -> str:
+    value = kwargs.get(what)
+    if value is None:
         return ""
-    if depth > 20:
-        raise CandidateFormatError(f"{what}: variables refer to each other too deeply")
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.Name) and node.id in names:
-        return _resolve_text(names[node.id], names, what, depth + 1)
-    if isinstance(node, (ast.List, ast.Tuple)):
-        return "\n".join(_resolve_text(e, names, what, depth + 1) for e in node.elts)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return _resolve_text(node.left, names, what, depth + 1) + _resolve_text(node.right, names, what, depth + 1)
-    raise CandidateFormatError(
-        f"line {getattr(node, 'lineno', '?')}: {what} must be a string literal or a module-level string "
-        "variable (it is read without running the candidate)")
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "\n".join(value)
+    if not isinstance(value, str):
+        raise CandidateFormatError(f"{what} must be a string or a list of strings")
+    return value
 
 
-def _resolve_names(node: ast.expr | None, names: dict[str, ast.expr]) -> tuple[str, ...]:
-    if node is None:
+def _names(kwargs: dict[str, object]) -> tuple[str, ...]:
+    value = kwargs.get("functions")
+    if value is None:
         return ()
-    if isinstance(node, ast.Name) and node.id in names:
-        return _resolve_names(names[node.id], names)
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return (node.value,)
-    if isinstance(node, (ast.List, ast.Tuple)) and all(
-            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
-        return tuple(e.value for e in node.elts)  # type: ignore[union-attr]
-    raise CandidateFormatError(f"line {node.lineno}: functions= must be a list of string literals")
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise CandidateFormatError("functions= must be a list of string literals")
+
+
+def _extension(call: ast.Call, read: Reader) -> InlineExtension:
+    try:
+        kwargs = inline_kwargs(call, read)
+    except SourceExtractionError as exc:
+        raise CandidateFormatError(str(exc)) from None
+    name = _text(kwargs, "name") if "name" in kwargs else "inline_ext"
+    return InlineExtension(name=name or "inline_ext", cpp_sources=_text(kwargs, "cpp_sources"),
+                           cuda_sources=_text(kwargs, "cuda_sources"), functions=_names(kwargs), line=call.lineno)
 
 
 def _is_load_inline(call: ast.Call) -> bool:
@@ -89,21 +90,20 @@ def extract_inline_extensions(candidate_source: str) -> tuple[InlineExtension, .
         tree = ast.parse(candidate_source)
     except SyntaxError as exc:
         raise CandidateFormatError(f"line {exc.lineno}: Python syntax error: {exc.msg}") from None
-    names = module_constants(tree)
-    found = []
-    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_load_inline(n)):
-        args = dict(zip(_POSITIONAL, call.args))
-        args.update({kw.arg: kw.value for kw in call.keywords if kw.arg})
-        name_node = args.get("name")
-        name = _resolve_text(name_node, names, "name") if name_node is not None else "inline_ext"
-        cuda = _resolve_text(args.get("cuda_sources"), names, "cuda_sources")
-        cpp = _resolve_text(args.get("cpp_sources"), names, "cpp_sources")
-        found.append(InlineExtension(name=name or "inline_ext", cpp_sources=cpp, cuda_sources=cuda,
-                                     functions=_resolve_names(args.get("functions"), names), line=call.lineno))
-    if not found:
+    bound, found = BoundArgs(tree), {}
+    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_load_inline(n)), key=lambda c: c.lineno)
+    for call in calls:
+        try:
+            resolved = bound.per_call_path(call, lambda read, c=call: _extension(c, read))
+        except (CandidateFormatError, SourceExtractionError) as exc:
+            raise CandidateFormatError(f"line {call.lineno}: {exc} (it is read without running the candidate)") from None
+        for ext, _ in resolved:  # one per call path through build helpers; identical builds once
+            found.setdefault((ext.name, ext.cpp_sources, ext.cuda_sources, ext.functions), ext)
+    extensions = tuple(found.values())
+    if not extensions:
         raise CandidateFormatError(
             "no torch.utils.cpp_extension.load_inline(...) call found: build the CUDA kernel with "
             "load_inline(name=..., cpp_sources=..., cuda_sources=..., functions=[...]) and call it from ModelNew")
-    if not any(ext.cuda_sources.strip() for ext in found):
+    if not any(ext.cuda_sources.strip() for ext in extensions):
         raise CandidateFormatError("load_inline has no cuda_sources: the kernel must be CUDA code")
-    return tuple(found)
+    return extensions

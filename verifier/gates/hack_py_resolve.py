@@ -166,7 +166,7 @@ class Resolver(ClassModel):
         found = {TENSOR, why} if getattr(fn, "name", "") == "forward" else set()  # forward's inputs
         sites = call_sites(fn, self.symbols, self.mro)
         for call in sites if sites is not None else ():
-            for shift in self._shifts(call, cls is not None and "staticmethod" not in decorators):
+            for shift in self.shifts(call, cls is not None and "staticmethod" not in decorators):
                 passed = argument(call, param, shift)
                 found |= {why} if passed is STAR else self.resolve(passed) if passed is not None else set()
         if sites is None:
@@ -175,7 +175,7 @@ class Resolver(ClassModel):
             found |= self.resolve(param.default)
         return frozenset(found or {why})
 
-    def _shifts(self, call: ast.Call, bound: bool) -> tuple[int, ...]:
+    def shifts(self, call: ast.Call, bound: bool) -> tuple[int, ...]:
         """Positional parameters bound before the call's arguments: 1 for self of a method called
         on an object (or ``C(...)`` for ``__init__``), 0 when called on the class."""
         if not bound:
