@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Callable, TypeVar
 
 from verifier.gates.hack_py_refs import STAR, argument, call_sites, references
-from verifier.gates.hack_py_resolve import Resolver
+from verifier.gates.hack_py_resolve import Resolver, TooComplex
 from verifier.gates.hack_py_symbols import Symbols
 from verifier.gates.hack_py_targets import decorator_name
 from verifier.static_values import SourceExtractionError, module_constants, not_static, snippet, static_value
@@ -141,7 +141,10 @@ class BoundArgs:
             return [None]
         if depth >= MAX_CHAIN:
             raise SourceExtractionError(f"line {fn.lineno}: build helpers call each other more than {MAX_CHAIN} deep")
-        sites = call_sites(fn, self.symbols, self.resolver.mro)
+        try:
+            sites = call_sites(fn, self.symbols, self.resolver.mro)
+        except TooComplex as exc:
+            raise SourceExtractionError(f"{exc}: the candidate's names are too tangled to find {_title(fn)}'s callers") from None
         frames: list[Frame | None] = []
         if sites is None or not sites and self.symbols.enclosing_class(fn) is not None or _harness_called(fn, self.symbols):
             frames.append(Frame(fn, None, 0, None, self._unseen(fn)))  # forward, __init__, a helper passed around
@@ -169,7 +172,10 @@ class BoundArgs:
             return 0
         if "classmethod" in decorators:
             return 1
-        shifts = self.resolver.shifts(call, True)
+        try:
+            shifts = self.resolver.shifts(call, True)
+        except TooComplex as exc:
+            raise SourceExtractionError(f"{exc}: the candidate's names are too tangled to bind {_title(fn)}'s self") from None
         if len(shifts) != 1:
             raise not_static(call, f"{snippet(call.func)} may or may not bind self")
         return shifts[0]
