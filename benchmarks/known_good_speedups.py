@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernelbench_npu.known_good import known_good
+from kernelbench_npu.known_good import known_good, solution_for
 from kernelbench_npu.spec import load_build
 from verifier.api import verify
 from verifier.result import Verdict
@@ -79,7 +79,8 @@ def main() -> None:
         rows = []
         for task_id in wanted:
             start = time.perf_counter()
-            verdict = verify(build.task(task_id), solutions[task_id].read_text(), "cpu", settings)
+            task = build.task(task_id)
+            verdict = verify(task, solution_for(task_id, task.source), "cpu", settings)
             rows.append(_row(task_id, verdict, time.perf_counter() - start))
             _print_row(rows[-1])
     speedups = [r["speedup"] for r in rows if "speedup" in r]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from verdict_pool import VerdictPool
 
-from kernelbench_npu.known_good import known_good, solution_path, solution_source
+from kernelbench_npu.known_good import known_good, solution_for, solution_path, solution_source, width_changes
 from kernelbench_npu.loader import load_problems
 from kernelbench_npu.plan import BUNDLED_DIR
 from kernelbench_npu.spec import load_build
@@ -29,9 +29,6 @@ KNOWN_VERIFIER_REJECTIONS = {
     # small inputs: scores ~1e-6, so softmax(x) ~ 1/n everywhere and the "mean" trivial output is
     # within ~15 ulp of the reference; 0.01x of its error is below float32 rounding
     "L2/003_matmul_scale_softmax": ("correctness", "is not far below that of a trivial output (mean"),
-    # large inputs: the clamp to [-1, 1] comes after sums of ~1e3-sized terms, but the tolerance is
-    # scaled by max|output| = 1, so float32 rounding of the sums (torch's too) exceeds it
-    "L2/009_convtranspose2d_bias_hardtanh": ("correctness", "out of tolerance"),
 }
 
 
@@ -39,8 +36,8 @@ KNOWN_VERIFIER_REJECTIONS = {
 def verdicts(bundled_cpu_build, verify_cache):
     build = load_build(bundled_cpu_build[1])
     settings = VerifySettings.for_tests(verify_cache, seed=SEED)
-    pool = VerdictPool(list(SOLUTIONS), lambda task_id: verify(build.task(task_id), SOLUTIONS[task_id].read_text(),
-                                                                "cpu", settings))
+    pool = VerdictPool(list(SOLUTIONS), lambda task_id: verify(
+        build.task(task_id), solution_for(task_id, build.task(task_id).source), "cpu", settings))
     yield pool
     pool.close()
 
@@ -82,3 +79,15 @@ def test_solutions_are_found_by_task_id_and_only_for_bundled_float32_tasks():
     assert solution_path("KB-L1/19_ReLU") is None  # a KernelBench checkout's task
     assert solution_path("L1/001_relu", backend="triton") is None
     assert solution_source("L9/404_missing") is None
+
+
+def test_a_solution_follows_the_layer_widths_the_size_profile_changed():
+    original = (SOLUTIONS["L3/004_small_cnn"].parents[2].parent / "problems/level3/004_small_cnn.py").read_text()
+    adapted = original.replace("(in_channels, 32, 5", "(in_channels, 16, 5").replace("(32, 64, 3", "(16, 16, 3") \
+        .replace("(64 * (image_size", "(16 * (image_size").replace(", 256), nn.ReLU(), nn.Linear(256,",
+                                                                   ", 64), nn.ReLU(), nn.Linear(64,")
+    assert width_changes(original, adapted) == {32: 16, 64: 16, 256: 64}
+    solution = solution_for("L3/004_small_cnn", adapted)
+    assert "nn.Conv2d(16, 16, 3, padding=1)" in solution and "nn.Linear(64, num_classes)" in solution
+    assert solution_for("L1/001_relu", (SOLUTIONS["L1/001_relu"].parents[2].parent / "problems/level1/001_relu.py")
+                        .read_text()) == solution_source("L1/001_relu")
