@@ -63,7 +63,7 @@ def test_typed_messages_round_trip_and_malformed_frames_are_refused():
 
     r, w = os.pipe()
     trial = msg.TrialOutputs(3, "check", "normal", ("float32",), (np.arange(4, dtype=np.float32),))
-    sent = [msg.CompileReport(True, "", 0.5, cached=True), msg.TrialBatch((trial,)),
+    sent = [msg.CompileReport(True, "", 0.5, cached=True), msg.TrialBatch((trial,), "configs: BLOCK=64"),
             msg.Timing((1.0, 2.0), (2.0, 3.0), (trial,)), msg.IntegrityViolation("x"), msg.Go()]
     for message in sent:
         msg.send(w, "n", message)
@@ -71,6 +71,7 @@ def test_typed_messages_round_trip_and_malformed_frames_are_refused():
     assert [type(m) for m in got] == [type(m) for m in sent]
     assert got[0] == sent[0] and got[3] == sent[3]
     assert got[1].trials[0].index == 3 and got[1].trials[0].arrays[0].tolist() == [0.0, 1.0, 2.0, 3.0]
+    assert got[1].note == "configs: BLOCK=64"
     assert got[2].candidate_ms == (1.0, 2.0) and got[2].post[0].dtypes == ("float32",)
     write_message(w, {"kind": "compile", "nonce": "n", "ok": True})  # fields missing
     with pytest.raises(ChannelError, match="malformed compile"):
