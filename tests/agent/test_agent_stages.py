@@ -11,6 +11,7 @@ from agent_fixtures import write_script
 from dataclasses import replace
 
 from evokernel.agent.campaign import plan_tasks, resume_task, run_task
+from evokernel.agent.rewards import NOISE_FLOOR
 from evokernel.agent.runtime import open_runtime
 from evokernel.config import load_settings
 
@@ -42,8 +43,16 @@ def test_stages_rewards_and_budget(evokernel_run):
     assert [a["stage"] for a in attempts] == [1, 1, 2, 2]  # drafting until feasible, then refining
     assert [a["failed_gate"] for a in attempts] == ["hack", None, None, "correctness"]
     assert [a["reward"] for a in attempts[:2]] == [-1.0, 1.0]
-    best, new = attempts[1]["candidate_ms"], attempts[2]["candidate_ms"]
-    assert math.isclose(attempts[2]["reward"], math.tanh(math.log(best) - math.log(new)))
+    # The refining reward compares *paired* speedups (each timed against the reference in its own
+    # verification), never raw latencies from two verifications: tanh of the log gain, scaled to 0
+    # while the gain is inside the two verdicts' combined 95% noise (Eq. 6 made load-robust).
+    incumbent, refined = ([attempts[i][k] for k in ("speedup", "ci_low", "ci_high")] for i in (1, 2))
+    assert incumbent[0] and refined[0], "both feasible kernels carry a paired speedup"
+    gain = math.log(refined[0]) - math.log(incumbent[0])
+    sigma = [(math.log(high) - math.log(low)) / (2 * 1.96) for _, low, high in (incumbent, refined)]
+    noise = 1.96 * math.sqrt(sigma[0] ** 2 + sigma[1] ** 2 + NOISE_FLOOR ** 2)
+    expected = math.tanh(gain) * min(1.0, max(0.0, abs(gain) / noise - 1.0))
+    assert math.isclose(attempts[2]["reward"], expected, abs_tol=1e-12)
     assert attempts[3]["reward"] == -1.0
     assert summary.attempts == 4 and summary.feasible and summary.first_feasible_iteration == 1
     assert summary.stop_reason.startswith("iteration budget")
