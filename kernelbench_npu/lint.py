@@ -11,7 +11,6 @@ import json
 import os
 import queue
 import select
-import signal
 import subprocess
 import sys
 import tempfile
@@ -20,6 +19,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from kernelbench_npu.child_process import ChildProcess, status_line
 from kernelbench_npu.tolerance import tolerances
 
 STARTUP_TIMEOUT_S = 120.0
@@ -52,11 +52,9 @@ class _Worker:
     def __init__(self, threads: int, memory_bytes: int):
         read_fd, write_fd = os.pipe()
         self.stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(
+        self.child = ChildProcess(
             [sys.executable, "-m", "kernelbench_npu.lint_worker", str(write_fd), str(threads), str(memory_bytes)],
-            stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=self.stderr, pass_fds=(write_fd,),
-            text=True, start_new_session=True, env=_worker_env(threads),
-        )
+            env=_worker_env(threads), pass_fds=(write_fd,), stdin=subprocess.PIPE, stderr=self.stderr, text=True)
         os.close(write_fd)
         self.reader = os.fdopen(read_fd, "r")
         self.pending = ""
@@ -78,26 +76,22 @@ class _Worker:
         return json.loads(line)
 
     def send(self, request: LintRequest) -> None:
-        self.proc.stdin.write(json.dumps(request.__dict__) + "\n")
-        self.proc.stdin.flush()
+        self.child.proc.stdin.write(json.dumps(request.__dict__) + "\n")
+        self.child.proc.stdin.flush()
 
     def death_reason(self) -> str:
-        code = self.proc.poll()
+        code = self.child.poll()
         if code is None:
             return ""
         if code < 0:
-            return f"lint worker killed by signal {signal.Signals(-code).name}"
+            return f"lint worker {status_line(code)}"
         self.stderr.seek(0)
         tail = [ln for ln in self.stderr.read().decode(errors="replace").splitlines() if ln.strip()]
-        return f"lint worker exited with code {code}" + (f": {tail[-1][:200]}" if tail else "")
+        return f"lint worker {status_line(code)}" + (f": {tail[-1][:200]}" if tail else "")
 
     def kill(self) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        self.proc.wait()
-        for stream in (self.proc.stdin, self.reader, self.stderr):
+        self.child.kill(wait_s=None)
+        for stream in (self.child.proc.stdin, self.reader, self.stderr):
             try:
                 stream.close()
             except OSError:
@@ -166,7 +160,7 @@ def _start(threads: int, memory_bytes: int) -> _Worker:
     try:
         ready = worker.read_line(STARTUP_TIMEOUT_S)
     except EOFError:
-        worker.proc.wait()
+        worker.child.wait()
         ready = None
     if ready is None:
         reason = worker.death_reason() or "no answer"
@@ -183,10 +177,7 @@ def _ask(worker: _Worker, request: LintRequest, timeout_s: float) -> tuple[dict,
         answer = worker.read_line(timeout_s)
     except (EOFError, OSError):  # the worker died: wait for its exit status to name the cause
         answer, reason = None, "lint worker died"
-        try:
-            worker.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        worker.child.wait(10)
     if answer is not None:
         return answer, worker
     reason = worker.death_reason() or reason

@@ -21,6 +21,7 @@ from typing import Iterator
 
 from evokernel.agent.campaign import replay_refine_stats
 from evokernel.agent.context import AgentContext
+from evokernel.agent.rewards import PairedSpeedup
 from evokernel.agent.runtime import agent_context, campaign_backend
 from evokernel.agent.state import StartPoint, TaskState, replay
 from evokernel.agent.step import StepPlan, outcome_from_row, prepare_step
@@ -83,12 +84,22 @@ def _new_campaign_state(ctx: AgentContext, task: TaskSpec, stage: int) -> tuple[
         raise PreviewError(f"no feasible kernel of task {task.task_id} in the lake: stage 2 refines one "
                            "(run a campaign on the task first, or ask for --stage 1)")
     points = tuple(StartPoint(t.item_id, t.code, t.latency_ms, t.speedup, t.iteration) for t in traces)
-    timed = [p for p in points if p.latency_ms is not None]
-    best = min(timed, key=lambda p: p.latency_ms) if timed else None
+    best = _incumbent(points)
     state = TaskState(task_id=task.task_id, iterations_done=len(points), start_points=points,
                       best_ms=best.latency_ms if best else None, best_item_id=best.item_id if best else None,
+                      best=PairedSpeedup.of(best.speedup, None, None) if best else None,
                       first_feasible_iteration=0, last_feedback=traces[-1].feedback or None)
     return state, f"a new campaign refining the task's {len(points)} feasible kernel(s) in the lake"
+
+
+def _incumbent(points: tuple[StartPoint, ...]) -> StartPoint | None:
+    """The best kernel as a campaign picks it: the highest paired speedup (the lowest latency only
+    when no speedup was measured, e.g. items written by hand)."""
+    paired = [p for p in points if p.speedup is not None]
+    if paired:
+        return max(paired, key=lambda p: p.speedup)
+    timed = [p for p in points if p.latency_ms is not None]
+    return min(timed, key=lambda p: p.latency_ms) if timed else None
 
 
 def preview_step(settings: Settings, task_id: str, stage: int | None = None,

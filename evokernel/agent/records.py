@@ -73,7 +73,9 @@ def roofline_columns(roof: RooflinePosition | None) -> dict:
 def trace_item(item_id: str, row: dict, task: TaskSpec) -> NewItem:
     """The trace item of an attempt that produced code: a kernel with its verdict."""
     status = "feasible" if row["feasible"] else f"failed at {row['failed_gate']}"
-    speed = f", {row['candidate_ms']:.3f} ms, {row['speedup']:.2f}x vs reference" if row["candidate_ms"] else ""
+    # The paired speedup first: it is what compares across runs; the latency is of this run only.
+    speed = (f", {row['speedup']:.2f}x vs reference ({row['candidate_ms']:.3f} ms in this run)"
+             if row["candidate_ms"] and row["speedup"] else "")
     return NewItem(
         item_id=item_id, kind="trace", backend=row["backend"], task_id=row["task_id"],
         category=row["category"], title=f"{task.name} ({row['task_id']}) iteration {row['iteration']}: {status}{speed}",

@@ -84,7 +84,8 @@ def _prompt(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPoint | N
     if stage == 1:
         return build_draft_prompt(task, ctx.scaffold, context, state.last_feedback)
     return build_refine_prompt(task, ctx.scaffold, start_item(ctx, start, task.task_id), children_of(ctx, start),
-                               context, state.best_ms, state.last_feedback)
+                               context, state.best_ms, state.last_feedback,
+                               best_speedup=state.best.speedup if state.best else None)
 
 
 def _request(ctx: AgentContext, task: TaskSpec, stage: int, prompt: Prompt, state: TaskState) -> LLMRequest:

@@ -156,10 +156,14 @@ def _start_point(start_point: ContextItem, shown: ShownTexts) -> Fitted:
 
 def build_refine_prompt(task: TaskSpec, scaffold: str, start_point: ContextItem,
                         children: Sequence[ContextItem], context: Sequence[ContextItem],
-                        best_ms: float | None, last_feedback: str | None) -> Prompt:
-    """Refining: the start point's code and result, its children, retrieved items, the best so far."""
-    best_line = (f"The best correct kernel so far runs in {best_ms:.4g} ms; beat it."
-                 if best_ms is not None else "No latency has been measured yet.")
+                        best_ms: float | None, last_feedback: str | None,
+                        best_speedup: float | None = None) -> Prompt:
+    """Refining: the start point's code and result, its children, retrieved items, the best so far.
+
+    The target is the best kernel's *paired* speedup (timed side by side with the reference in its
+    own verification) when there is one: raw latencies of two verifications differ with the machine's
+    load, so "beat 5.3 ms" could be unreachable or trivial for an identical kernel."""
+    best_line = _best_line(best_ms, best_speedup)
     scaffold = without_worked_example(scaffold)  # the start point is a complete kernel for this very task
     shown = ShownTexts(scaffold)
     sections = _common_sections(task, scaffold)
@@ -171,6 +175,16 @@ def build_refine_prompt(task: TaskSpec, scaffold: str, start_point: ContextItem,
     sections["verifier feedback"] = _feedback(last_feedback)
     return _assemble("refine", task, sections, best_line=best_line, start_q=_q(start_point.q_value),
                      n_children=len(children), n_items=len(context))
+
+
+def _best_line(best_ms: float | None, best_speedup: float | None) -> str:
+    if best_speedup is not None:
+        during = f" ({best_ms:.4g} ms in that run)" if best_ms is not None else ""
+        return (f"The best correct kernel so far runs {best_speedup:.3g}x as fast as the reference, timed side "
+                f"by side with it{during}; beat that speedup.")
+    if best_ms is not None:
+        return f"The best correct kernel so far runs in {best_ms:.4g} ms; beat it."
+    return "No latency has been measured yet."
 
 
 def _render_attempt(attempt: AttemptSummary, show_code: bool) -> str:

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from cli.main import app
 from evokernel.agent.preview import preview_step
 from evokernel.agent.runtime import agent_context, open_lake
+from evokernel.agent.rewards import PairedSpeedup
 from evokernel.agent.state import StartPoint, TaskState
 from evokernel.agent.step import prepare_step
 from evokernel.config import load_settings
@@ -41,11 +42,11 @@ def lake_with_kernels(tmp_path, tiny_build):
     trace = dict(kind="trace", backend="cpu", category="activation", body="all gates passed", feasible=True)
     lake.add_items([
         NewItem(**trace, item_id="t0", task_id=task.task_id, title="iteration 0: feasible, 0.40 ms",
-                code=KERNEL.format(tag="A"), latency_ms=0.4),
+                code=KERNEL.format(tag="A"), latency_ms=0.4, speedup=2.0),
         NewItem(**trace, item_id="t1", task_id=task.task_id, title="iteration 1: feasible, 0.50 ms",
                 code=KERNEL.format(tag="A"), latency_ms=0.5, parent_item_id="t0"),
         NewItem(**trace, item_id="t2", task_id=task.task_id, title="iteration 2: feasible, 0.45 ms",
-                code=KERNEL.format(tag="B"), latency_ms=0.45, parent_item_id="t0"),
+                code=KERNEL.format(tag="B"), latency_ms=0.45, speedup=2.2, parent_item_id="t0"),
         NewItem(**trace, item_id="o1", task_id=other.task_id, title="other task: feasible",
                 code=KERNEL.format(tag="A"), latency_ms=0.3),
     ])
@@ -77,7 +78,9 @@ def test_a_refine_prompt_shows_each_kernel_once_and_writes_nothing(lake_with_ker
     assert "refining the task's 3 feasible kernel(s) in the lake" in out
     assert out.count("# kernel A") == 1 and out.count("# kernel B") == 1
     assert "iteration 1: feasible, 0.50 ms (Q = +0.00): same code as the start point; not repeated." in out
-    assert "The best correct kernel so far runs in 0.4 ms" in out
+    # the incumbent is the highest paired speedup (t2, timed under more load), not the lowest latency (t0)
+    assert ("The best correct kernel so far runs 2.2x as fast as the reference, timed side by side with it "
+            "(0.45 ms in that run); beat that speedup.") in out
     assert _files(lake) == before  # no retrievals recorded, nothing compacted or added
 
 
@@ -96,10 +99,11 @@ def test_the_preview_is_the_request_the_campaign_step_sends(lake_with_kernels, t
     lake = open_lake(lake_root, CpuBackend())
     try:
         ctx = agent_context(settings, CpuBackend(), lake, settings.llm, "prompt-preview")
-        points = tuple(StartPoint(i, KERNEL.format(tag=t), ms, None, n)
-                       for n, (i, t, ms) in enumerate((("t0", "A", 0.4), ("t1", "A", 0.5), ("t2", "B", 0.45))))
-        state = TaskState(task.task_id, iterations_done=3, start_points=points, best_ms=0.4, best_item_id="t0",
-                          first_feasible_iteration=0, last_feedback="all gates passed")
+        points = tuple(StartPoint(i, KERNEL.format(tag=t), ms, s, n) for n, (i, t, ms, s) in
+                       enumerate((("t0", "A", 0.4, 2.0), ("t1", "A", 0.5, None), ("t2", "B", 0.45, 2.2))))
+        state = TaskState(task.task_id, iterations_done=3, start_points=points, best_ms=0.45, best_item_id="t2",
+                          best=PairedSpeedup(2.2, 2.2, 2.2), first_feasible_iteration=0,
+                          last_feedback="all gates passed")
         sent = prepare_step(ctx, task, state)  # as a campaign calls it: retrievals recorded
         assert sent.request == shown.request and sent.prompt_sections == shown.prompt_sections
         assert lake.query("SELECT count(*) AS n FROM retrievals").to_pylist()[0]["n"] == len(sent.context)

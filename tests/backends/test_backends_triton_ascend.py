@@ -209,6 +209,17 @@ def test_autotune_configs_are_all_compiled_and_a_failing_one_is_tolerated(triton
                                "config rejected (the autotuner skips it): error: ub overflow")
 
 
+@needs_interpreter
+def test_autotune_configs_take_turns_under_the_interpreter_and_the_verdict_says_which_ran(triton_ascend, tmp_path):
+    """An NPU would benchmark the configs and keep the fastest; the interpreter must check each of them."""
+    tuned = TUNED.replace("{extra}", "").replace('triton.Config({"BLOCK": 65536})', 'triton.Config({"BLOCK": 2048})')
+    verdict = verify(VECTOR_ADD, tuned, "triton-ascend", VerifySettings.for_tests(tmp_path))
+    assert verdict.gate("correctness").passed, verdict.feedback
+    reason = verdict.gate("correctness").reason
+    assert "@triton.autotune add_kernel: no benchmarking without an NPU" in reason, reason
+    assert "2 of 2 ran (BLOCK=1024" in reason and "BLOCK=2048" in reason, reason
+
+
 def test_recording_runs_the_candidate_under_the_sandbox_filter(triton_ascend, tmp_path):
     marker = tmp_path / "escaped"
     hostile = TUNED.replace("{extra}", f"__import__('os').system('touch {marker}')")

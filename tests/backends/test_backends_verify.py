@@ -103,6 +103,8 @@ def test_cuda_without_gpu_compiles_with_nvcc_and_says_correctness_is_unavailable
     assert verdict.failed_gate == "correctness" and not verdict.passed and not verdict.feasible
     assert verdict.gate("correctness").reason == "correctness unavailable here: no GPU"
     assert "[compile] ok" in verdict.feedback and "cannot run correctness, latency" in verdict.feedback
+    again = verify(relu_task(), example("cuda"), "cuda", VerifySettings.for_tests(verifier_cache))
+    assert again.failed_gate == "correctness" and again.facts.compile_cached is True  # no second nvcc run
 
 
 @no_gpu

@@ -60,6 +60,13 @@ def test_the_refine_prompt_holds_start_point_children_best_and_items():
         assert needle in prompt.user, needle
 
 
+def test_the_refine_target_is_the_paired_speedup_not_a_latency_from_another_run():
+    prompt = build_refine_prompt(TASK, SCAFFOLD, START, [], [], 0.9, None, best_speedup=1.84)
+    assert ("runs 1.84x as fast as the reference, timed side by side with it (0.9 ms in that run); "
+            "beat that speedup.") in prompt.user
+    assert "0.9 ms; beat it" not in prompt.user
+
+
 def test_refine_without_children_or_a_best_latency():
     prompt = build_refine_prompt(TASK, SCAFFOLD, START, [], [], None, None)
     assert "you are the first refinement" in prompt.user and "No latency has been measured yet" in prompt.user

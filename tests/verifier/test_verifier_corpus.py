@@ -9,6 +9,7 @@ compile and the interpreter's correctness check). Verifications run two at a tim
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass
 from functools import lru_cache
@@ -20,6 +21,7 @@ from verifier_taskutil import fixture_task
 
 from verifier.api import verify
 from verifier.backends import get_backend
+from verifier.gates.hack import static_gate
 from verifier.gate_plan import GatePlan, plan_gates
 from verifier.result import Verdict
 from verifier.sandbox import seccomp
@@ -28,6 +30,12 @@ from verifier.settings import VerifySettings
 CORPUS = corpus()
 CORPUS_SEED = 20261121  # fixed so the corpus meets the same inputs and perturbation every run
 CUDA_COMPILE_S = 900.0  # nvcc on torch's headers: ~100 s of CPU each, two may overlap on busy cores
+# Without VERIFIER_SLOW_TESTS=1 the suite compiles two honest CUDA entries, one per header source (torch's
+# own headers; the CUDA include tree fetched for a CPU torch): about 80 s of CPU each on a quiet 2-core
+# machine (cudafe++ 18 s, cicc 13 s, host g++ 12 s, the host unit 30 s), two to three times that on CI's
+# busy cores. Every CUDA entry still passes the static policy below; VERIFIER_SLOW_TESTS=1 compiles all.
+ALL_CUDA = bool(os.environ.get("VERIFIER_SLOW_TESTS"))
+CUDA_COMPILED_BY_DEFAULT = frozenset({"honest_cuda_kernelbench_layout", "honest_cuda_stream_header"})
 
 
 @dataclass(frozen=True)
@@ -56,6 +64,9 @@ def _param(entry: CorpusEntry):
         marks.append(pytest.mark.xfail(raises=KnownFalseRejection, strict=True, reason=known.cause))
     if entry.backend == "cuda":  # nvcc on torch's extension headers: ~100 s of CPU, much longer on busy cores
         marks += [pytest.mark.slow, pytest.mark.timeout(CUDA_COMPILE_S + 300)]
+        if not ALL_CUDA and entry.name not in CUDA_COMPILED_BY_DEFAULT:
+            marks.append(pytest.mark.skip(reason="~2 min of nvcc; set VERIFIER_SLOW_TESTS=1 to compile every "
+                                                 "CUDA entry (its static policy is checked regardless)"))
     return pytest.param(entry, id=entry.name, marks=marks)
 
 
@@ -90,10 +101,14 @@ def _runnable_here(entry: CorpusEntry) -> str:
     return ""
 
 
+def _compiled_here(entry: CorpusEntry) -> bool:
+    return entry.backend != "cuda" or ALL_CUDA or entry.name in CUDA_COMPILED_BY_DEFAULT
+
+
 @pytest.fixture(scope="module")
 def verdicts(verify_cache):
     by_name = {e.name: e for e in CORPUS}
-    pool = VerdictPool([e.name for e in CORPUS if not _runnable_here(e)],
+    pool = VerdictPool([e.name for e in CORPUS if not _runnable_here(e) and _compiled_here(e)],
                        lambda name: _verify(by_name[name], verify_cache))
     yield pool
     pool.close()
@@ -128,3 +143,10 @@ def test_corpus_has_the_required_kinds():
     assert all(e.expect == "pass" for e in CORPUS if e.kind == "honest")
     assert all(e.expect != "pass" for e in CORPUS if e.kind != "honest")
     assert set(KNOWN_FALSE_REJECTIONS) <= {e.name for e in CORPUS if e.kind == "honest"}
+
+
+@pytest.mark.parametrize("entry", [e for e in CORPUS if e.backend == "cuda" and e.expect == "pass"], ids=lambda e: e.name)
+def test_every_honest_cuda_entry_passes_the_static_policy(entry):
+    """The hack gate's first tier, which needs no nvcc: what the entries skipped above still get."""
+    gate = static_gate(entry.path.read_text(), "float32", entry.disable, get_backend("cuda").static_imports)
+    assert gate.passed, gate.detail

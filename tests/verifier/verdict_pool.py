@@ -1,16 +1,17 @@
-"""Verifications mostly wait on their sandbox processes, so outside pytest-xdist the corpus tests
-run two at a time: each test asks for its own verdict, which submits it and the entries after it
+"""Verifications mostly wait on their sandbox processes, so the corpus tests run two at a time:
+each test asks for its own verdict, which submits it and the entries after it
 (in parametrisation order) and waits for it."""
 
 from __future__ import annotations
 
-import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Generic, Hashable, Sequence, TypeVar
 
 from verifier.result import Verdict
 
-IN_FLIGHT = 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
+# Two in flight under pytest-xdist too: a verification spends much of its time starting and waiting on its
+# sandbox processes, so a second one overlaps it even when the other xdist worker is busy.
+IN_FLIGHT = 2
 Key = TypeVar("Key", bound=Hashable)
 
 

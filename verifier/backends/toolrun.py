@@ -1,6 +1,7 @@
 """Running external build tools (nvcc, g++, bisheng, msopgen, build.sh) for the GPU/NPU backends.
 
-One owner for: subprocess invocation with a wall-clock timeout and a private environment,
+One owner for: the invocation of a build tool (through the shared runner, kernelbench_npu.child_process)
+with a wall-clock timeout and a private environment,
 the typed :class:`ToolRun` record of one invocation, and trimming compiler output to what an
 LLM can act on (errors first, header noise and warnings from third-party headers dropped).
 """
@@ -10,12 +11,11 @@ from __future__ import annotations
 import os
 import re
 import shlex
-import signal
-import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
+
+from kernelbench_npu.child_process import run_to_end
 
 MAX_DIAGNOSTIC_CHARS = 4000
 MAX_DIAGNOSTIC_LINES = 40
@@ -49,29 +49,13 @@ class ToolRun:
 
 def run_tool(argv: Sequence[str | os.PathLike], cwd: Path, timeout_s: float,
              env: Mapping[str, str] | None = None, unset: Sequence[str] = ()) -> ToolRun:
-    """Run argv in its own process group; kill the whole group on timeout."""
+    """Run argv in its own process group (kernelbench_npu.child_process); kill the whole group on timeout."""
     full_env = dict(os.environ if env is None else env)
     for key in unset:
         full_env.pop(key, None)
     args = tuple(str(a) for a in argv)
-    start = time.perf_counter()
-    try:
-        proc = subprocess.Popen(args, cwd=str(cwd), env=full_env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
-    except OSError as exc:
-        return ToolRun(args, str(cwd), 127, "", f"{args[0]}: cannot execute ({exc.strerror})",
-                       time.perf_counter() - start)
-    try:
-        out, err = proc.communicate(timeout=max(timeout_s, 0.1))
-        return ToolRun(args, str(cwd), proc.returncode, out, err, time.perf_counter() - start)
-    except subprocess.TimeoutExpired:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        out, err = proc.communicate()
-        return ToolRun(args, str(cwd), 124, out, err + f"\ntimed out after {timeout_s:.0f} s",
-                       time.perf_counter() - start, timed_out=True)
+    done = run_to_end(args, cwd, timeout_s, full_env)
+    return ToolRun(args, str(cwd), done.returncode, done.stdout, done.stderr, done.seconds, timed_out=done.timed_out)
 
 
 def trim_diagnostics(text: str, strip_prefixes: Sequence[str] = (), max_lines: int = MAX_DIAGNOSTIC_LINES,

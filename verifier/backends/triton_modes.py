@@ -122,11 +122,12 @@ def turn_per_input(model_cls: type) -> type:
     return model_cls
 
 
-def autotune_report() -> str:
-    """One line per autotuned kernel that ran: which configs, how many launches each; "" if none."""
+def autotune_report(device: str = "a GPU") -> str:
+    """One line per autotuned kernel that ran: which configs, how many launches each; "" if none.
+    ``device``: what would benchmark the configs ("a GPU", "an NPU")."""
     lines = []
     for kernel, counts in sorted(LAUNCHES.items()):
         used = "; ".join(f"{config}: {n} launch{'es' if n > 1 else ''}" for config, n in counts.items())
-        lines.append(f"@triton.autotune {kernel}: no benchmarking without a GPU, each new input took the next "
+        lines.append(f"@triton.autotune {kernel}: no benchmarking without {device}, each new input took the next "
                      f"config, {len(counts)} of {CONFIG_COUNTS[kernel]} ran ({used})")
     return "\n".join(lines)

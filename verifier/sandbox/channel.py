@@ -44,36 +44,44 @@ class Message:
         return str(self.header.get("kind", ""))
 
 
-def encode(header: dict, arrays: list[np.ndarray] = ()) -> bytes:
+def _frame_parts(header: dict, arrays: list[np.ndarray]) -> list[memoryview]:
+    """The frame as views: length, header length, header, then each array's bytes (not copied)."""
     arrays = [np.ascontiguousarray(a) for a in arrays]
     meta = [{"dtype": str(a.dtype), "shape": list(a.shape)} for a in arrays]
     head = json.dumps({**header, "arrays": meta}).encode()
-    body = b"".join([_LEN.pack(len(head)), head] + [a.tobytes() for a in arrays])
-    return _LEN.pack(len(body)) + body
+    parts = [memoryview(_LEN.pack(len(head))), memoryview(head)]
+    parts += [memoryview(a.reshape(-1).view(np.uint8)) for a in arrays]
+    return [memoryview(_LEN.pack(sum(p.nbytes for p in parts)))] + parts
+
+
+def encode(header: dict, arrays: list[np.ndarray] = ()) -> bytes:
+    return b"".join(bytes(p) for p in _frame_parts(header, list(arrays)))
 
 
 def write_message(fd: int, header: dict, arrays: list[np.ndarray] = ()) -> None:
-    data = memoryview(encode(header, arrays))
-    while data:
-        written = os.write(fd, data)
-        data = data[written:]
+    """One frame, written part by part: outputs of hundreds of MB are not joined into one copy first."""
+    for data in _frame_parts(header, list(arrays)):
+        while data:
+            written = os.write(fd, data)
+            data = data[written:]
 
 
-def _read_exact(fd: int, size: int, deadline: float) -> bytes:
-    chunks, remaining = [], size
-    while remaining:
+def _read_exact(fd: int, size: int, deadline: float) -> bytearray:
+    """Exactly ``size`` bytes, read straight into one buffer (no list of chunks joined afterwards)."""
+    buffer = bytearray(size)
+    view, filled = memoryview(buffer), 0
+    while filled < size:
         timeout = deadline - time.monotonic()
         if timeout <= 0:
             raise ChannelTimeout("timed out waiting for the sandbox")
         ready, _, _ = select.select([fd], [], [], min(timeout, 1.0))
         if not ready:
             continue
-        chunk = os.read(fd, min(remaining, 1 << 22))
-        if not chunk:
+        count = os.readv(fd, [view[filled:filled + (1 << 22)]])
+        if not count:
             raise ChannelClosed("the sandbox closed its result channel")
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    return b"".join(chunks)
+        filled += count
+    return buffer
 
 
 def read_message(fd: int, deadline: float, nonce: str | None) -> Message:

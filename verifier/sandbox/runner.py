@@ -13,30 +13,18 @@ from __future__ import annotations
 import importlib.util
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+from kernelbench_npu.child_process import SIGNAL_REASONS, ChildProcess
 from verifier.sandbox import isolation, messages
 from verifier.sandbox.channel import ChannelClosed
 
 READ_ONLY_MODULES = frozenset({"verifier.sandbox.reference_worker"})  # never writes a file
 DEVICE_SELECTION = ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "TORCH_CUDA_ARCH_LIST", "ASCEND_RT_VISIBLE_DEVICES",
                     "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "LD_LIBRARY_PATH")
-SIGNAL_REASONS = {
-    signal.SIGSEGV: "segmentation fault (invalid memory access)",
-    signal.SIGBUS: "bus error (invalid memory access)",
-    signal.SIGSYS: "killed by the sandbox: a forbidden system call (process creation, exec, signalling "
-                   "another process or raising resource limits)",
-    signal.SIGKILL: "killed (out of memory, or by the verifier's timeout)",
-    signal.SIGABRT: "aborted (e.g. a failed assertion or std::bad_alloc)",
-    signal.SIGFPE: "floating-point exception (e.g. integer division by zero)",
-    signal.SIGILL: "illegal instruction",
-    signal.SIGXFSZ: "file size limit exceeded",
-    signal.SIGXCPU: "CPU time limit exceeded",
-}
 
 
 def clean_env(threads: int, workdir: Path, import_root: Path, devices: bool = False) -> dict[str, str]:
@@ -73,10 +61,8 @@ class SandboxProcess:
         env = {**clean_env(threads, workdir, prepared.import_root, devices), isolation.POLICY_ENV: prepared.policy.to_env()}
         to_r, self._to_w = os.pipe()
         self._from_r, from_w = os.pipe()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "verifier.sandbox.launcher", module, str(to_r), str(from_w)],
-            pass_fds=(to_r, from_w), start_new_session=True, env=env, cwd=workdir,
-            stdin=subprocess.DEVNULL, stdout=self._log_fd, stderr=subprocess.STDOUT)
+        self.child = ChildProcess([sys.executable, "-m", "verifier.sandbox.launcher", module, str(to_r), str(from_w)],
+                                  env=env, cwd=workdir, pass_fds=(to_r, from_w), stdout=self._log_fd)
         os.close(to_r)
         os.close(from_w)
         self.nonce = config.nonce
@@ -95,15 +81,7 @@ class SandboxProcess:
             pass  # the child is gone; its exit status tells why
 
     def kill(self) -> None:
-        for target in (lambda: os.killpg(self.proc.pid, signal.SIGKILL), self.proc.kill):
-            try:
-                target()
-            except (ProcessLookupError, PermissionError, OSError):
-                pass
-        try:
-            self.proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            pass
+        self.child.kill()
 
     def close(self) -> None:
         """Kill the process and close the pipes and the log (once: a number closed twice could by then
@@ -120,9 +98,8 @@ class SandboxProcess:
 
     def exit_reason(self, wait_s: float = 2.0) -> str:
         """Why the child stopped talking: its exit status as one line."""
-        try:
-            code = self.proc.wait(timeout=wait_s)
-        except subprocess.TimeoutExpired:
+        code = self.child.wait(wait_s)
+        if code is None:
             return "stopped responding"
         if code < 0:
             sig = signal.Signals(-code)

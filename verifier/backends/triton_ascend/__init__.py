@@ -42,6 +42,7 @@ from verifier.backends.triton_ascend.diagnostics import syntax_error
 from verifier.backends.triton_ascend.features import ascend_only_features, missing_npu_modules, npu_modules_reason
 from verifier.backends.triton_ascend.toolchain import locate, target_soc, toolchain_problem
 from verifier.backends.triton_backend import TritonBackend, count_launches, set_interpreter, triton_version
+from verifier.backends.triton_modes import autotune_report, rotate_autotune_configs, turn_per_input
 from verifier.toolchains import ToolchainError, toolchains_root
 
 NAME = "triton-ascend"
@@ -141,9 +142,13 @@ class TritonAscendBackend(Backend):
             toolchain = locate(Path(self.context["toolchains"]), self.context.get("soc"))
             tools = (str(toolchain.bishengir_bin),) + ((str(toolchain.hivmc.parent),) if toolchain.hivmc else ())
             npu.activate_triton_ascend(str(toolchain.site_packages), tools)
-        else:
+        else:  # the interpreter: each new input takes the next @triton.autotune config (no benchmarking)
             set_interpreter(True)
+            rotate_autotune_configs()
         count_launches()
+
+    def runtime_note(self) -> str:
+        return "" if self._on_npu() else autotune_report("an NPU")
 
     def load(self, candidate_source: str, build_dir: Path) -> type:
         if not self._on_npu():
@@ -153,7 +158,8 @@ class TritonAscendBackend(Backend):
             if triton_version() is None:
                 raise RuntimeError(f"triton-ascend: correctness here needs {INTERPRETER_HINT}")
             set_interpreter(True)
-        return model_new_class(import_candidate(candidate_source, build_dir, "triton_ascend"), self.name)
+        model_cls = model_new_class(import_candidate(candidate_source, build_dir, "triton_ascend"), self.name)
+        return model_cls if self._on_npu() else turn_per_input(model_cls)  # autotune: a config per input
 
     def exec_after_load(self) -> str:
         return "triton-ascend JIT-compiles kernels (bishengir-compile, hivmc) at first launch" if self._on_npu() else ""
