@@ -40,6 +40,9 @@ from memory_lake.storage import Location, parse
 from memory_lake.text import embedding_text, index_rows
 
 ITEM_CACHE_SIZE = 4096
+# Decoded posting row groups kept in memory: the query terms of a campaign's tasks recur, so most
+# retrievals read no Parquet page at all (about 250 KB per 4,096-posting group: ~260 groups).
+POSTINGS_CACHE_BYTES = 64 * 2**20
 ITEM_COLUMNS = ("item_id", "kind", "title", "body", "code", "task_id", "created_at")
 TEMPLATE_COLUMNS = ("item_id", "kind", "backend")
 
@@ -63,9 +66,9 @@ class Lake(LakeReads):
         self._scratch.execute("SET threads = 1")  # small queries: a second thread costs more than it gives
         engine.install_s3_secret(self._scratch)
         self._guard = threading.RLock()
-        self._state = FileState()
+        self._state = FileState(location.sqlite_catalog)
         self._q = values.QCache(self.q_init)
-        self._reader = KeyedReader()
+        self._reader = KeyedReader(cache_bytes=POSTINGS_CACHE_BYTES)
         self._item_cache: OrderedDict[str, tuple] = OrderedDict()
         self._templates_by_file: dict[str, list[tuple[str, str]]] = {}
 

@@ -60,7 +60,15 @@ def rebuild_champions(con: duckdb.DuckDBPyConnection, k: int) -> None:
         c.execute("INSERT INTO champions " + sql("champions"), {"k": int(k), "k1": BM25_K1, "b": BM25_B})
         c.execute("INSERT INTO champion_sources SELECT unnest($files::VARCHAR[])", {"files": sources})
 
-    engine.transaction(con, body)
+    # One thread: DuckLake sorts each writer thread's rows by the table's SORTED BY key on its own,
+    # so with two threads the file held two interleaved sorted runs and each term's postings
+    # were spread over twice the row groups (and the readers' bisection over them was lost).
+    threads = con.execute("SELECT current_setting('threads')").fetchall()[0][0]
+    con.execute("SET threads = 1")
+    try:
+        engine.transaction(con, body)
+    finally:
+        con.execute(f"SET threads = {int(threads)}")
 
 
 def _expire(con: duckdb.DuckDBPyConnection, older_than_s: float) -> None:

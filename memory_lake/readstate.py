@@ -5,12 +5,19 @@ Listing files costs catalog round trips, so the list is refreshed only when a sn
 since the last look touched one of those tables: one small query on DuckLake's own
 ``ducklake_snapshot_changes`` catalog table tells. All lists come from one transaction, so they
 belong to one snapshot (an items batch and its postings appear together).
+
+That query runs on every retrieval. Through DuckDB's attached SQLite catalog it costs ~6.7 ms
+(the scanner's per-query set-up; measured at 1M items), so a SQLite catalog is read with Python's
+own sqlite3 instead (~1 ms, see SqliteChanges). A PostgreSQL catalog is asked through the DuckDB
+connection (~3.8 ms on loopback).
 """
 
 from __future__ import annotations
 
 import re
+import sqlite3
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import duckdb
 
@@ -40,20 +47,27 @@ class Files:
 
 
 class FileState:
-    """The current ``Files`` of one lake connection, refreshed when a snapshot touched them."""
+    """The current ``Files`` of one lake connection, refreshed when a snapshot touched them.
+    ``sqlite_catalog``: the catalog file of a SQLite-catalog lake (its changes are read directly)."""
 
-    def __init__(self) -> None:
+    def __init__(self, sqlite_catalog: Path | None = None) -> None:
         self.files = Files()
         self._table_ids: dict[str, str] | None = None
         self.values_changed = True  # whether value_updates changed since the last refresh
+        self._feed = SqliteChanges(sqlite_catalog) if sqlite_catalog is not None else None
+
+    def changes_since(self, con: duckdb.DuckDBPyConnection, snapshot: int) -> list[tuple[str, int]]:
+        """(changes_made, snapshot_id) of the snapshots committed after ``snapshot``."""
+        if self._feed is not None:
+            return self._feed.since(snapshot)
+        return con.execute(sql("snapshot_changes").replace("{metadata}", METADATA), {"snapshot": snapshot}).fetchall()
 
     def refresh(self, con: duckdb.DuckDBPyConnection) -> Files:
         if self._table_ids is None:
             rows = con.execute(f"SELECT table_name, table_id FROM {METADATA}.ducklake_table "
                                "WHERE end_snapshot IS NULL").fetchall()
             self._table_ids = {str(table_id): name for name, table_id in rows}
-        changes = con.execute(sql("snapshot_changes").replace("{metadata}", METADATA),
-                              {"snapshot": self.files.snapshot}).fetchall()
+        changes = self.changes_since(con, self.files.snapshot)
         if not changes:
             return self.files
         touched = {self._table_ids.get(table_id, "?") for text, _ in changes for _, table_id in
@@ -81,3 +95,20 @@ def list_files(con: duckdb.DuckDBPyConnection) -> Files:
     finally:
         con.execute("COMMIT")
     return Files(snapshot, tables, covered)
+
+
+class SqliteChanges:
+    """``ducklake_snapshot_changes`` of a SQLite catalog, read with Python's sqlite3 on a fresh
+    read-only connection per call (~1 ms). A connection kept open saw no commits made through
+    DuckDB's SQLite extension after its first read (tested: compaction's snapshots stayed
+    invisible to it), while a new one reads the current state; WAL: it never blocks a writer."""
+
+    def __init__(self, catalog: Path) -> None:
+        self._uri = f"{catalog.resolve().as_uri()}?mode=ro"
+
+    def since(self, snapshot: int) -> list[tuple[str, int]]:
+        db = sqlite3.connect(self._uri, uri=True, isolation_level=None, timeout=5.0)
+        try:
+            return db.execute(sql("snapshot_changes").replace("{metadata}", "main"), {"snapshot": snapshot}).fetchall()
+        finally:
+            db.close()

@@ -18,6 +18,7 @@ from typing import Protocol
 import duckdb
 import pyarrow as pa
 
+from memory_lake.bm25 import Bm25Query, top_k
 from memory_lake.keyed_reads import KeyedReader
 from memory_lake.models import RetrievalRequest
 from memory_lake.readstate import Files
@@ -75,7 +76,7 @@ class Bm25Scorer:
     or backend fill the pool.
 
     Posting lists are read per query term from each postings file with row-group pruning
-    (keyed_reads.py) and scored by sql/bm25_pool.sql. The postings files compaction built champion
+    (keyed_reads.py) and scored in numpy (bm25.py). The postings files compaction built champion
     lists from are replaced by those lists (per term and kind, the CHAMPIONS_K postings of highest
     BM25 term weight): an item outside a term's champions gets no score for that term. Files
     written since are always read in full, so a new item is never missed. Document frequencies
@@ -105,14 +106,10 @@ class Bm25Scorer:
                   "backend": req.backend, "w_category": self.w_category, "w_backend": self.w_backend}
         found: list[Candidate] = []
         if terms:
-            ctx.compute.register("query_postings", query_postings(ctx, terms))
-            try:
-                rows = ctx.compute.execute(sql("bm25_pool"), {
-                    **common, "k": k, "terms": terms, "dfs": [df[t] for t in terms], "n_docs": float(n_docs),
-                    "avg_doc_len": max(total_len / n_docs, 1.0), "k1": self.k1, "b": self.b}).fetchall()
-            finally:
-                ctx.compute.unregister("query_postings")
-            found = [Candidate(item_id, float(score)) for item_id, score in rows]
+            query = Bm25Query(dfs={t: df[t] for t in terms}, n_docs=n_docs, avg_doc_len=max(total_len / n_docs, 1.0),
+                              k1=self.k1, b=self.b, kinds=kinds, exclude=req.exclude_item_ids, category=req.category,
+                              backend=req.backend, w_category=self.w_category, w_backend=self.w_backend)
+            found = [Candidate(item_id, score) for item_id, score in top_k(query_postings(ctx, terms), query, k)]
         if len(found) < k:
             seen = {c.item_id for c in found}
             extra = ctx.con.execute(sql("feature_pool"), {**common, "k": k + len(seen)}).fetchall()
@@ -173,7 +170,7 @@ def query_postings(ctx: ScoringContext, terms: list[str]) -> pa.Table:
     """The postings of ``terms`` (champion lists for compacted files), read with row-group pruning."""
     sources = posting_sources(ctx.files)
     reader = ctx.reader or _LOCAL_READER
-    parts = [reader.read(p, "term", terms, POSTINGS.names, dictionary=_DICTIONARY) for p in sources]
+    parts = [reader.read(p, "term", terms, POSTINGS.names, dictionary=_DICTIONARY, cached=True) for p in sources]
     parts = [t for t in parts if t.num_rows]
     return pa.concat_tables(parts) if parts else POSTINGS.empty_table()
 

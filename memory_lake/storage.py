@@ -48,13 +48,16 @@ class Location:
         found = os.environ.get(DATA_PATH_ENV)
         return found or None
 
+    @property
+    def sqlite_catalog(self) -> Path | None:
+        """The catalog file of a SQLite-catalog lake (directory or ducklake:sqlite:), else None."""
+        if self.kind in ("directory", "sqlite"):
+            return Path(self.catalog[len("ducklake:sqlite:"):])
+        return None
+
     def catalog_exists(self) -> bool | None:
         """For file catalogs, whether the catalog file exists (None: ask the server)."""
-        if self.kind == "directory":
-            return (self.directory / CATALOG_FILE).is_file()
-        if self.kind == "sqlite":
-            return Path(self.catalog[len("ducklake:sqlite:"):]).is_file()
-        return None
+        return self.sqlite_catalog.is_file() if self.sqlite_catalog is not None else None
 
 
 def parse(uri: str | os.PathLike) -> Location:
