@@ -25,6 +25,7 @@ QUICK_ARGS = {
     "kernelbench_fidelity": ["--variants", "cpu", "--levels", "1"],
     "reward_noise": ["--resubmissions", "3", "--pairs", "1", "--rounds", "10"],
     "sleef_drafts": ["--repeats", "1", "--rounds", "10"],
+    "triton_ascend_gate": ["--repeats", "1"],
 }
 
 

@@ -24,7 +24,10 @@ _LOC = re.compile(r'loc\("(?P<path>[^"]+)":(?P<line>\d+):(?P<col>\d+)\):\s*')
 _HINTS = (
     ("ub overflow", "the kernel's live tiles exceed the 192 KB Unified Buffer: every BLOCK-element fp32 tile "
                     "takes 4*BLOCK bytes, each loaded tile is double-buffered, and temporaries (exp, casts) add "
-                    "more. Use a smaller BLOCK and loop over the row or tensor inside the kernel."),
+                    "more; UB is addressed in 32-byte blocks, so a tile whose last dimension is not a multiple "
+                    "of 8 fp32 elements is padded, and a transposed store pads every element to 32 bytes. Use a "
+                    "smaller BLOCK, loop over the row or tensor inside the kernel, and keep the last tile "
+                    "dimension contiguous."),
     ("cbuf overflow", "the tl.dot operand tiles exceed the 512 KB L1 buffer: use smaller BLOCK_M/N/K "
                       "(e.g. 128x128x64 in fp16, 64x64x64 in fp32) and loop over K."),
     ("programs;", "launch about as many programs as there are AI cores (tens) and loop inside the kernel."),
