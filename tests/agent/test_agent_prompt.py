@@ -15,7 +15,7 @@ from evokernel.agent.rewards import PairedSpeedup
 from evokernel.agent.state import StartPoint, TaskState
 from evokernel.agent.step import prepare_step
 from evokernel.config import load_settings
-from memory_lake import NewItem
+from memory_lake import Lake, NewItem
 from verifier.backends.cpu import CpuBackend
 
 KERNEL = ("import torch\nfrom verifier.cpu_native import load_c\n\nlib = load_c('extern \"C\" void k{tag}() {{}}', {{}})\n\n"
@@ -28,9 +28,10 @@ def _prompt(*args: str):
 
 
 def _files(root: Path) -> list[tuple[str, int]]:
-    """The lake's data and journal files (the lock file an open makes is not data)."""
+    """The lake's data and catalog files: not the lock file an open makes, nor the WAL index and log
+    SQLite keeps beside a WAL-mode catalog while anyone reads it (-shm, -wal: no lake content)."""
     return sorted((str(p.relative_to(root)), p.stat().st_size) for p in root.rglob("*")
-                  if p.is_file() and p.name != "_lake.lock")
+                  if p.is_file() and p.name != "_lake.lock" and not p.name.endswith(("-shm", "-wal")))
 
 
 @pytest.fixture
@@ -73,6 +74,8 @@ def test_a_first_draft_on_a_lake_not_yet_made(tmp_path, tiny_build):
 def test_a_refine_prompt_shows_each_kernel_once_and_writes_nothing(lake_with_kernels, tiny_build):
     lake, task = lake_with_kernels
     before = _files(lake)
+    with Lake.open(lake) as opened:
+        snapshots = opened.snapshots()
     code, out = _prompt("--build", str(tiny_build.root), "--task", task.task_id, "--lake", str(lake), "--stage", "2")
     assert code == 0, out
     assert "refining the task's 3 feasible kernel(s) in the lake" in out
@@ -82,6 +85,8 @@ def test_a_refine_prompt_shows_each_kernel_once_and_writes_nothing(lake_with_ker
     assert ("The best correct kernel so far runs 2.2x as fast as the reference, timed side by side with it "
             "(0.45 ms in that run); beat that speedup.") in out
     assert _files(lake) == before  # no retrievals recorded, nothing compacted or added
+    with Lake.open(lake) as opened:
+        assert opened.snapshots() == snapshots  # no commit, not even one held in the catalog's WAL
 
 
 def test_stage_2_without_a_feasible_kernel_is_a_one_line_error(tmp_path, tiny_build):
