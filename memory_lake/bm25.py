@@ -64,14 +64,16 @@ def top_k(postings: pa.Table, query: Bm25Query, k: int) -> list[tuple[str, float
     if query.exclude:
         eligible &= ~pc.is_in(items, value_set=pa.array(list(query.exclude), pa.string())).to_numpy(zero_copy_only=False)
     similarity = np.bincount(codes, weights=weight, minlength=len(items))
-    for column, value, bonus in (("category", query.category, query.w_category),
-                                 ("backend", query.backend, query.w_backend)):
-        if value is not None and bonus:
-            matched = np.zeros(len(items))
-            matched[codes] = _per_row(postings.column(column), {value: 1.0}, 0.0)  # constant per item
-            similarity += bonus * matched
-    chosen = np.nonzero(eligible)[0]
-    return _best(similarity[chosen], items.take(pa.array(chosen)), k)
+    bonus = np.zeros(postings.num_rows)
+    for column, value, weight_of_match in (("category", query.category, query.w_category),
+                                           ("backend", query.backend, query.w_backend)):
+        if value is not None and weight_of_match:
+            bonus += weight_of_match * _per_row(postings.column(column), {value: 1.0}, 0.0)
+    matched = np.zeros(len(items))
+    matched[codes] = bonus  # category and backend are the same on every row of an item
+    similarity += matched
+    similarity[~eligible] = -np.inf
+    return _best(similarity, items, min(k, int(eligible.sum())))
 
 
 def _per_row(column: pa.ChunkedArray, values: Mapping[str, float], default: float) -> np.ndarray:
@@ -90,6 +92,8 @@ def _per_row(column: pa.ChunkedArray, values: Mapping[str, float], default: floa
 
 def _best(similarity: np.ndarray, items: pa.Array, k: int) -> list[tuple[str, float]]:
     """The k highest similarities, ties by item_id (every item tied with the k-th is considered)."""
+    if k <= 0:
+        return []
     if len(similarity) > k:
         threshold = np.partition(similarity, len(similarity) - k)[len(similarity) - k]
         candidates = np.nonzero(similarity >= threshold)[0]

@@ -66,7 +66,7 @@ class Lake(LakeReads):
         self._scratch.execute("SET threads = 1")  # small queries: a second thread costs more than it gives
         engine.install_s3_secret(self._scratch)
         self._guard = threading.RLock()
-        self._state = FileState(location.sqlite_catalog)
+        self._state = FileState(location)
         self._q = values.QCache(self.q_init)
         self._reader = KeyedReader(cache_bytes=POSTINGS_CACHE_BYTES)
         self._item_cache: OrderedDict[str, tuple] = OrderedDict()
@@ -309,6 +309,7 @@ class Lake(LakeReads):
             if self._con is not None:
                 self._con.close()
                 self._scratch.close()
+                self._state.close()
             self._con = None
 
     def __enter__(self) -> "Lake":
