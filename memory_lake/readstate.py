@@ -26,9 +26,9 @@ import psycopg
 
 from memory_lake.engine import ALIAS, METADATA
 from memory_lake.errors import LakeError
-from memory_lake.storage import Location
 from memory_lake.schema import FILE_TABLES
 from memory_lake.sqlfiles import sql
+from memory_lake.storage import Location
 
 _CHANGE = re.compile(r"(\w+):(\d+)")
 
@@ -53,7 +53,7 @@ class Files:
 
 class FileState:
     """The current ``Files`` of one lake connection, refreshed when a snapshot touched them.
-    ``sqlite_catalog``: the catalog file of a SQLite-catalog lake (its changes are read directly)."""
+    With its ``location``, new snapshots are read from the catalog directly (see the module doc)."""
 
     def __init__(self, location: Location | None = None) -> None:
         self.files = Files()
