@@ -19,7 +19,8 @@ import duckdb
 
 from memory_lake import engine
 from memory_lake.errors import LakeError
-from memory_lake.schema import ALL_TABLES, FILE_TABLES, ROW_GROUP_ROWS, column_type, create_table_sql
+from memory_lake.schema import (ALL_TABLES, FILE_TABLES, PARQUET_COMPRESSION, ROW_GROUP_ROWS, column_type,
+                                create_table_sql)
 from memory_lake.sqlfiles import sql
 from memory_lake.storage import CATALOG_FILE, Location, normalise_data_path, parse
 
@@ -130,12 +131,29 @@ def _new_wal_catalog(path: Path) -> None:
         db.execute("PRAGMA journal_mode=WAL")
 
 
+def table_options() -> dict[tuple[str, str], str]:
+    """The DuckLake options each file table is written with: (option, table) -> value."""
+    options = {("data_inlining_row_limit", t): "0" for t in FILE_TABLES}  # read file by file: never inlined
+    options.update({("parquet_row_group_size", t): str(rows) for t, rows in ROW_GROUP_ROWS.items()})
+    options.update({("parquet_compression", t): codec for t, codec in PARQUET_COMPRESSION.items()})
+    return options
+
+
+def apply_table_options(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
+    """Set the table options a lake's catalog lacks or holds with another value (a lake made by an
+    older version gets the new ones; files written from then on, compaction's included, use them).
+    Idempotent: a lake already up to date costs one catalog read. Returns "table.option"s set."""
+    current = {(name, scope_entry.split(".")[-1]): str(value) for name, _, value, scope, scope_entry
+               in con.execute(f"FROM {engine.ALIAS}.options()").fetchall() if scope == "TABLE"}
+    changed = [(name, table, value) for (name, table), value in table_options().items()
+               if current.get((name, table)) != value]
+    for name, table, value in changed:  # names and values: constants of this module and schema.py
+        con.execute(f"CALL ducklake_set_option('{engine.ALIAS}', '{name}', '{value}', table_name => '{table}')")
+    return tuple(f"{table}.{name}" for name, table, _ in changed)
+
+
 def _set_table_options(con: duckdb.DuckDBPyConnection) -> None:
-    for table in FILE_TABLES:  # read file by file: never inlined into the catalog
-        con.execute(f"CALL ducklake_set_option('{engine.ALIAS}', 'data_inlining_row_limit', 0, table_name => '{table}')")
-    for table, rows in ROW_GROUP_ROWS.items():
-        con.execute(f"CALL ducklake_set_option('{engine.ALIAS}', 'parquet_row_group_size', {rows}, "
-                    f"table_name => '{table}')")
+    apply_table_options(con)
     for table, keys in SORT_KEYS.items():
         con.execute(f"ALTER TABLE {table} SET SORTED BY ({keys})")
 

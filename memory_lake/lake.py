@@ -94,6 +94,7 @@ class Lake(LakeReads):
         try:
             meta = catalog.read_meta(con, location)
             catalog.add_missing_columns(con)
+            catalog.apply_table_options(con)
         except BaseException:
             con.close()
             raise
