@@ -1,7 +1,9 @@
 """What the LLM sees from memory in one step: start-point choice and context retrieval.
 
-Drafting retrieves every kind with Q1 (plus the backend's API templates); refining retrieves
-traces and best practices with Q2 plus the start point's children. A resumed step reuses the
+Drafting retrieves every kind with Q1 (plus the backend's API templates); refining shows the
+start point and its children, and retrieves traces and best practices with Q2 from the rest of
+the lake (the items it shows anyway are excluded from the pool, so each retrieval slot brings
+something new). A resumed step reuses the
 retrievals it already recorded, so nothing is retrieved (or recorded) twice. Every item shown in
 a prompt (retrieved, recorded, a child or the start point itself) is a memory_lake
 :class:`RetrievedItem`, with its current Q for the stage.
@@ -32,8 +34,10 @@ def choose_start_point(ctx: AgentContext, state: TaskState, attempt_id: str) -> 
     return max(by_latency, key=lambda p: q2.get(p.item_id, ctx.settings.q_init))
 
 
-def gather_context(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPoint | None,
-                   attempt_id: str, record: bool = True) -> tuple[RetrievedItem, ...]:
+def gather_context(ctx: AgentContext, task: TaskSpec, stage: int, attempt_id: str, record: bool = True,
+                   shown: tuple[str, ...] = ()) -> tuple[RetrievedItem, ...]:
+    """The stage's retrieved items; ``shown``: ids the prompt holds anyway (the start point and its
+    children), left out of the pool so they do not take retrieval slots twice."""
     if not ctx.policy.uses_memory:
         return ()
     recorded = ctx.lake.retrieved_for_attempt(attempt_id)
@@ -45,7 +49,7 @@ def gather_context(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPo
         lam=ctx.settings.retrieval_lambda, epsilon=ctx.settings.epsilon,
         seed=seed_for(ctx.campaign_id, attempt_id, "retrieve"), strategy=ctx.policy.retrieval,
         kinds=None if stage == 1 else ("trace", "best_practice"), include_templates=stage == 1,
-        exclude_item_ids=(start.item_id,) if start else (),
+        exclude_item_ids=shown,
     )
     return tuple(ctx.lake.retrieve(request, record=record))
 

@@ -52,8 +52,10 @@ def prepare_step(ctx: AgentContext, task: TaskSpec, state: TaskState, record: bo
     attempt_id = attempt_id_for(ctx.campaign_id, task.task_id, iteration)
     stage = state.stage(ctx.policy)
     start = choose_start_point(ctx, state, attempt_id) if stage == 2 else None
-    context = gather_context(ctx, task, stage, start, attempt_id, record)
-    prompt = _prompt(ctx, task, stage, start, context, state)
+    children = children_of(ctx, start) if start else ()
+    shown = (start.item_id, *(c.item_id for c in children)) if start else ()
+    context = gather_context(ctx, task, stage, attempt_id, record, shown)
+    prompt = _prompt(ctx, task, stage, start, children, context, state)
     return StepPlan(task=task, attempt_id=attempt_id, iteration=iteration, stage=stage, start=start,
                     context=context, request=_request(ctx, task, stage, prompt, state),
                     incumbent=state.best, refine_stats=state.refine_stats, prompt_sections=prompt.sections)
@@ -80,10 +82,10 @@ def commit_step(ctx: AgentContext, plan: StepPlan, completion: Completion, verdi
 
 
 def _prompt(ctx: AgentContext, task: TaskSpec, stage: int, start: StartPoint | None,
-            context: tuple[RetrievedItem, ...], state: TaskState) -> Prompt:
+            children: tuple[RetrievedItem, ...], context: tuple[RetrievedItem, ...], state: TaskState) -> Prompt:
     if stage == 1:
         return build_draft_prompt(task, ctx.scaffold, context, state.last_feedback)
-    return build_refine_prompt(task, ctx.scaffold, start_item(ctx, start, task.task_id), children_of(ctx, start),
+    return build_refine_prompt(task, ctx.scaffold, start_item(ctx, start, task.task_id), children,
                                context, state.best_ms, state.last_feedback,
                                best_speedup=state.best.speedup if state.best else None)
 

@@ -12,7 +12,9 @@ from dataclasses import replace
 
 from evokernel.agent.campaign import plan_tasks, resume_task, run_task
 from evokernel.agent.rewards import NOISE_FLOOR
+from evokernel.agent.retrieval import gather_context
 from evokernel.agent.runtime import open_runtime
+from evokernel.agent.step import prepare_step
 from evokernel.config import load_settings
 
 FAST = dict(latency_rounds=5, correctness_trials=5, verify_threads=2, alpha=0.5, epsilon=0.0, q_init=0.0)
@@ -125,3 +127,19 @@ def test_plan_orders_levels_and_rejects_unknown_tasks(tiny_build):
     assert [t.task_id for t in plan_tasks(mixed, ["L2/x", second.task_id])] == [second.task_id, "L2/x"]
     with pytest.raises(Exception, match="not in this build"):
         plan_tasks(tiny_build, ["nope"])
+
+
+def test_refining_retrieval_leaves_out_what_the_prompt_shows_anyway(evokernel_run):
+    """The start point and its children are in every refine prompt: retrieval slots go to other items."""
+    runtime, task, _, _, attempts = evokernel_run
+    ctx = runtime.ctx
+    draft_trace = attempts[2]["start_point_item_id"]  # the feasible draft, the first refinement's start
+    state = resume_task(ctx, task)
+    state = replace(state, start_points=tuple(p for p in state.start_points if p.item_id == draft_trace))
+    plan = prepare_step(ctx, task, state, record=False)
+    children = {c.item_id for c in ctx.lake.children_of(draft_trace, 10)}
+    assert plan.stage == 2 and plan.start.item_id == draft_trace and children
+    retrieved = {item.item_id for item in plan.context}
+    assert retrieved and not retrieved & (children | {draft_trace})
+    unfiltered = gather_context(ctx, task, 2, "probe", record=False)  # without exclusions they would be picked
+    assert {item.item_id for item in unfiltered} & children
