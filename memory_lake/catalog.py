@@ -19,7 +19,7 @@ import duckdb
 
 from memory_lake import engine
 from memory_lake.errors import LakeError
-from memory_lake.schema import (ALL_TABLES, FILE_TABLES, PARQUET_COMPRESSION, ROW_GROUP_ROWS, column_type,
+from memory_lake.schema import (ALL_TABLES, PARQUET_COMPRESSION, ROW_GROUP_ROWS, column_type,
                                 create_table_sql)
 from memory_lake.sqlfiles import sql
 from memory_lake.storage import CATALOG_FILE, Location, normalise_data_path, parse
@@ -133,7 +133,12 @@ def _new_wal_catalog(path: Path) -> None:
 
 def table_options() -> dict[tuple[str, str], str]:
     """The DuckLake options each file table is written with: (option, table) -> value."""
-    options = {("data_inlining_row_limit", t): "0" for t in FILE_TABLES}  # read file by file: never inlined
+    # No table is inlined into the catalog: DuckLake's flush of inlined rows (compaction) deletes
+    # them from the catalog in the same commit that adds their file, and a reader whose catalog
+    # reads straddle that commit saw neither (tested: a lake opened during compaction found no
+    # lake_meta row; a Q catch-up could skip value updates the same way). File tables are also
+    # read file by file. So every append writes a file and compaction merges them.
+    options = {("data_inlining_row_limit", t): "0" for t in ALL_TABLES}
     options.update({("parquet_row_group_size", t): str(rows) for t, rows in ROW_GROUP_ROWS.items()})
     options.update({("parquet_compression", t): codec for t, codec in PARQUET_COMPRESSION.items()})
     return options
@@ -148,7 +153,8 @@ def apply_table_options(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
     changed = [(name, table, value) for (name, table), value in table_options().items()
                if current.get((name, table)) != value]
     for name, table, value in changed:  # names and values: constants of this module and schema.py
-        con.execute(f"CALL ducklake_set_option('{engine.ALIAS}', '{name}', '{value}', table_name => '{table}')")
+        statement = f"CALL ducklake_set_option('{engine.ALIAS}', '{name}', '{value}', table_name => '{table}')"
+        engine.retrying(lambda: con.execute(statement).fetchall(), con=con)  # another process may set it too
     return tuple(f"{table}.{name}" for name, table, _ in changed)
 
 
