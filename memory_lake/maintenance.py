@@ -2,7 +2,8 @@
 derived structure DuckLake has no notion of: the champion lists of the BM25 postings.
 
 ``compact`` runs, each step its own transaction(s):
-1. ``ducklake_flush_inlined_data``: small batches the catalog holds inline become Parquet files;
+1. ``ducklake_flush_inlined_data``: rows a lake made before inlining was turned off still holds in
+   its catalog become Parquet files (new lakes inline nothing: see catalog.table_options);
 2. ``ducklake_merge_adjacent_files``: small files become large ones, sorted by each table's
    SORTED BY keys (postings by term, items by id: row groups then prune well). Older snapshots
    still see the rows they saw: time travel is unchanged;
