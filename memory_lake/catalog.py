@@ -132,7 +132,7 @@ def _new_wal_catalog(path: Path) -> None:
 
 
 def table_options() -> dict[tuple[str, str], str]:
-    """The DuckLake options each file table is written with: (option, table) -> value."""
+    """The DuckLake options the lake's tables are written with: (option, table) -> value."""
     # No table is inlined into the catalog: DuckLake's flush of inlined rows (compaction) deletes
     # them from the catalog in the same commit that adds their file, and a reader whose catalog
     # reads straddle that commit saw neither (tested: a lake opened during compaction found no
