@@ -148,14 +148,19 @@ def apply_table_options(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
     """Set the table options a lake's catalog lacks or holds with another value (a lake made by an
     older version gets the new ones; files written from then on, compaction's included, use them).
     Idempotent: a lake already up to date costs one catalog read. Returns "table.option"s set."""
-    current = {(name, scope_entry.split(".")[-1]): str(value) for name, _, value, scope, scope_entry
-               in con.execute(f"FROM {engine.ALIAS}.options()").fetchall() if scope == "TABLE"}
+    current = stored_table_options(con)
     changed = [(name, table, value) for (name, table), value in table_options().items()
                if current.get((name, table)) != value]
     for name, table, value in changed:  # names and values: constants of this module and schema.py
         statement = f"CALL ducklake_set_option('{engine.ALIAS}', '{name}', '{value}', table_name => '{table}')"
         engine.retrying(lambda: con.execute(statement).fetchall(), con=con)  # another process may set it too
     return tuple(f"{table}.{name}" for name, table, _ in changed)
+
+
+def stored_table_options(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], str]:
+    """The table-scoped options the lake's catalog holds: (option, table) -> value."""
+    return {(name, scope_entry.split(".")[-1]): str(value) for name, _, value, scope, scope_entry
+            in con.execute(f"FROM {engine.ALIAS}.options()").fetchall() if scope == "TABLE"}
 
 
 def _set_table_options(con: duckdb.DuckDBPyConnection) -> None:

@@ -3,8 +3,8 @@
 Drafting retrieves every kind with Q1 (plus the backend's API templates); refining shows the
 start point and its children, and retrieves traces and best practices with Q2 from the rest of
 the lake (the items it shows anyway are excluded from the pool, so each retrieval slot brings
-something new). A resumed step reuses the
-retrievals it already recorded, so nothing is retrieved (or recorded) twice. Every item shown in
+something new). A resumed step reuses the retrievals it already recorded, so nothing is
+retrieved (or recorded) twice. Every item shown in
 a prompt (retrieved, recorded, a child or the start point itself) is a memory_lake
 :class:`RetrievedItem`, with its current Q for the stage.
 """

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 
 from memory_lake import Lake, NewItem, RetrievalRequest
-from memory_lake.catalog import apply_table_options, table_options
+from memory_lake.catalog import apply_table_options, stored_table_options, table_options
 from memory_lake.keyed_reads import open_data_file
 
 
@@ -44,8 +44,7 @@ def test_an_older_lake_gains_the_codec_on_open_and_keeps_its_old_files_readable(
         assert {r.title for r in shown if r.item_id in old_ids} == {"relu note 0", "relu note 1", "relu note 2"}
         with lake._guard:
             assert apply_table_options(lake._con) == ()  # up to date: nothing set again
-            stored = {(name, entry.split(".")[-1]): value for name, _, value, scope, entry
-                      in lake._con.execute("FROM lake.options()").fetchall() if scope == "TABLE"}
+            stored = stored_table_options(lake._con)
         assert all(stored[key] == value for key, value in table_options().items())
     finally:
         lake.close()
