@@ -1,16 +1,16 @@
 """The public entry point: ``verify(task, candidate_source, backend, settings) -> Verdict``.
 
-Order: hack (static, in this process) -> compile -> correctness -> latency, stopping at the first
-failure. Everything after the static checks runs in two sandboxed processes started at once: the
-candidate child (compile, load, trials, timing) and the reference worker (never imports candidate
-code), so the reference outputs are computed while the candidate compiles. Never raises for a bad
-candidate; verifier failures set ``Verdict.infrastructure_error``.
+Order: hack (the static policy, here in the monitor) -> compile -> correctness -> latency, stopping at
+the first failure. Everything after the static checks is the monitor's session
+(verifier.monitor.session): a confined runner imports the candidate and calls ``forward``, a confined
+reference worker computes the reference from the secret seeds, a confined builder compiles what the
+runner's loader calls asked for, and the monitor decides every gate and takes every time. Never
+raises for a bad candidate; failures of the machine set ``Verdict.infrastructure_error``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import secrets
 import time
 from dataclasses import replace
 
@@ -20,10 +20,10 @@ from verifier.feedback import format_feedback
 from verifier.gate_plan import plan_gates
 from verifier.gates.hack import static_gate
 from verifier.machine_peaks import machine_peaks
+from verifier.monitor.session import Candidate, InfrastructureError, Session
 from verifier.result import GateResult, SessionFacts, Verdict
-from verifier.sandbox.workspace import Workspace
-from verifier.seeds import derive_seed, new_master_seed
-from verifier.session import InfrastructureError, Secrets, Session
+from verifier.sandbox import observer
+from verifier.seeds import new_master_seed
 from verifier.settings import VerifySettings
 
 
@@ -31,7 +31,7 @@ def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
            settings: VerifySettings | None = None) -> Verdict:
     settings = settings or VerifySettings()
     started = time.perf_counter()
-    code_sha = hashlib.sha256(candidate_source.encode()).hexdigest()
+    code_sha = hashlib.sha256(candidate_source.encode(errors="surrogatepass")).hexdigest()
     try:
         backend_impl = get_backend(backend)
         availability = backend_impl.availability()
@@ -52,27 +52,18 @@ def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
         gate = GateResult("compile", False, problem.splitlines()[0][:300], time.perf_counter() - start, detail=problem)
         return _finish(started, Verdict(task.task_id, backend, code_sha, (hack, gate)))
     seed = settings.seed if settings.seed is not None else new_master_seed()
-    workspace = Workspace.create(settings.cache_dir, backend_impl.cache_entries(candidate_source))
-    keys = Secrets(init_seed=derive_seed(seed, "init"), input_seed=derive_seed(seed, "inputs"),
-                   child_nonce=secrets.token_hex(16), reference_nonce=secrets.token_hex(16))
     peaks = machine_peaks(backend, settings.threads).peaks if plan.runs("latency") else None
-    session = Session(task, candidate_source, backend, settings.with_(cache_dir=workspace.build_dir), workspace.root,
-                      keys, plan, task_source=backend_impl.correctness_task_source(task.source),
-                      backend_context=backend_impl.compile_context(task), peaks=peaks)
+    library, _why = observer.library(settings.cache_dir) if plan.runs("correctness") else (None, "")
+    candidate = Candidate(task, candidate_source, backend_impl, backend_impl.compile_context(task),
+                          backend_impl.correctness_task_source(task.source))
+    session = Session(candidate, settings, plan, seed, peaks, str(library or ""))
     try:
-        result = session.run_gates(hack)
-        verdict = Verdict(task.task_id, backend, code_sha, result.gates, result.latency,
-                          facts=replace(result.facts, seed=seed))
-    except InfrastructureError as exc:
-        verdict = Verdict(task.task_id, backend, code_sha, (hack,), infrastructure_error=str(exc),
-                          facts=SessionFacts(seed=seed))
-    finally:
-        session.close()
-        workspace.close(session.compile_report)
-    if session.child is not None:  # how the sandbox was isolated; "isolation unavailable: ..." warns
-        verdict = replace(verdict, warnings=session.child.isolation.warnings,
-                          facts=replace(verdict.facts, isolation=session.child.isolation.mechanism))
-    return _finish(started, verdict)
+        result = session.run(hack)
+    except (InfrastructureError, OSError) as exc:
+        return _finish(started, Verdict(task.task_id, backend, code_sha, (hack,), infrastructure_error=str(exc),
+                                        facts=SessionFacts(seed=seed)))
+    return _finish(started, Verdict(task.task_id, backend, code_sha, result.gates, result.latency,
+                                    facts=result.facts, warnings=result.warnings))
 
 
 def _finish(started: float, verdict: Verdict) -> Verdict:

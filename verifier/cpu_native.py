@@ -16,10 +16,10 @@ vector math library PyTorch's own CPU kernels use; Debian's libsleef-dev), see :
 
 Libraries are cached by the hash of (compiler, flags, source): ``cpu/<key>/kernel.so`` plus
 ``preprocessed.json``, the candidate's lines as the compiler preprocessed them (``-save-temps``,
-read by the build-policy checks of verifier.gates.hack_build) and the files it included. Inside
-the sandbox the compile gate builds every source first, into the verification's private build
-directory, and :func:`load_c` only loads (the sandbox forbids exec after compilation); outside
-it, :func:`load_c` compiles on demand into the cache.
+read by the build-policy checks of verifier.gates.hack_build) and the files it included. Inside the
+verifier's runner, :func:`load_c` sends its actual arguments to the monitor, which builds them in a
+confined builder, checks the library and places it where the runner can only read it
+(verifier.sandbox.loaders); outside it, :func:`load_c` compiles on demand into the cache.
 """
 
 from __future__ import annotations
@@ -43,10 +43,9 @@ FLAGS = ("-O3", "-march=native", "-fopenmp", "-fPIC", "-shared", "-std=c++17", "
 HEADER_LIBRARIES = {"sleef.h": "-lsleef"}
 _INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*[<"]([^>"]+)[>"]', re.M)
 
-# Set by the sandbox harness: only prebuilt libraries may be loaded (no compiler after seccomp).
-_PREBUILT: dict[str, str] = {}
-_SANDBOXED = False
-CALLS = [0]  # number of native calls made through load_c wrappers (read by the integrity checks)
+# Set in the verifier's runner (verifier.sandbox.loaders.BuildClient): the monitor builds every call.
+_CLIENT = None
+CALLS = [0]  # native calls made through load_c wrappers (the runner reports them per call)
 
 
 class NativeBuildError(RuntimeError):
@@ -238,13 +237,13 @@ def load_c(source: str, functions: dict[str, str], cache_dir: str | Path | None 
     """Compile (or reuse) ``source`` and bind ``functions`` ({name: "argument types"})."""
     if not isinstance(source, str) or not isinstance(functions, dict) or not functions:
         raise NativeBuildError("load_c(source: str, functions: dict[name, signature]) expected")
-    key = source_key(source)
-    if key in _PREBUILT:
-        return NativeLibrary(_PREBUILT[key], functions)
-    if _SANDBOXED:
-        raise NativeBuildError("load_c: this source was not built by the compile gate; pass a string "
-                               "literal or a module-level string constant as the first argument (directly "
-                               "or through a build helper's parameters)")
+    if _CLIENT is not None:  # inside the verifier: the monitor builds and checks, the runner only loads
+        where = _CLIENT.build("load_c", {"source": source, "functions": dict(functions)})
+        if not _CLIENT.load:
+            from verifier.sandbox.loaders import NotLoadedHere
+
+            return NotLoadedHere("load_c library")
+        return NativeLibrary(str(Path(where) / "kernel.so"), functions)
     from verifier.settings import default_cache_dir
 
     result = build(source, Path(cache_dir) if cache_dir else default_cache_dir())

@@ -38,6 +38,7 @@ class VerifySettings:
     plausibility_bound: float = DEFAULT_PLAUSIBILITY_BOUND
     trivial_margin: float = 0.01  # candidate error must be <= margin * error of trivial outputs
     disabled_checks: tuple[str, ...] = ()  # names of static hack checks to skip (research use)
+    pool_size: int = 1  # booted spare runners and reference workers kept per kind (0: none)
 
     def __post_init__(self) -> None:
         if self.correctness_trials < 5:
@@ -48,8 +49,8 @@ class VerifySettings:
         for name in ("timeout_s", "compile_timeout_s", "plausibility_bound", "trivial_margin"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"VerifySettings.{name}: must be > 0, got {getattr(self, name)}")
-        if self.warmup_calls < 0 or self.bootstrap_resamples < 100:
-            raise ValueError("VerifySettings: warmup_calls must be >= 0 and bootstrap_resamples >= 100")
+        if self.warmup_calls < 0 or self.bootstrap_resamples < 100 or self.pool_size < 0:
+            raise ValueError("VerifySettings: warmup_calls and pool_size must be >= 0, bootstrap_resamples >= 100")
         object.__setattr__(self, "cache_dir", Path(self.cache_dir))
         object.__setattr__(self, "disabled_checks", tuple(self.disabled_checks))
 

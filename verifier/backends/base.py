@@ -1,8 +1,9 @@
-"""The interface every backend implements (cpu, cuda, triton, ascendc).
+"""The interface every backend implements (cpu, cuda, triton, ascendc, triton-ascend).
 
-Parent side (trusted, never imports candidate code): ``availability``, ``scaffold``,
-``seed_items``, ``static_policy``; ``probe_peaks`` runs in its own subprocess (verifier.machine_peaks). Child side (inside the sandbox): ``compile``, ``load``,
-``device``, ``synchronize``, ``timer``. The gates are backend-agnostic and call these.
+Monitor side (trusted, never imports candidate code): availability, scaffold, seed items, precheck,
+the build jobs of recorded loader calls and their checks. Runner side (inside the candidate's
+confined process): loaders, load, device, synchronize. The gates are backend-agnostic and call these;
+``probe_peaks`` runs in a subprocess of its own (verifier.machine_peaks).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from kernelbench_npu.spec import TaskSpec
 from verifier.roofline import MachinePeaks
@@ -63,6 +64,36 @@ class BuiltUnit:
 
 
 @dataclass(frozen=True)
+class BuildJob:
+    """One build the monitor runs in the confined builder: a loader call the runner recorded (its
+    actual sources and flags, validated), or a compile the backend asks for itself. The monitor writes
+    ``files`` into a fresh build directory, runs ``argv`` there (a ``python -m`` module of this project
+    when ``python``), caches ``artifact`` and ``records`` under ``key`` (the hash of everything the build
+    reads), checks them (verifier.gates.hack_build) and, for a loader call, places ``artifact`` where
+    the runner can load it and nothing else can write."""
+
+    key: str
+    label: str  # names the source for the LLM, e.g. "load_c source"
+    files: tuple[tuple[str, str], ...]  # (relative path, text)
+    argv: tuple[str, ...]
+    artifact: str = ""  # relative path of what the runner loads ("": nothing)
+    records: tuple[str, ...] = ()  # relative paths kept with it (preprocessed text for the policy checks)
+    note: str = ""  # one line for the compile gate (e.g. flags dropped)
+    toolchains: tuple[str, ...] = ()  # directories the builder may read and execute besides the system's
+    python: bool = False
+    source: str = ""  # the candidate's native text, for the policy's checks before the build
+
+
+class BuildRejected(Exception):
+    """The monitor will not build this loader call; ``gate`` is "compile" (a format error the LLM can
+    fix) or "hack" (a source the static policy refuses)."""
+
+    def __init__(self, reason: str, gate: str = "compile") -> None:
+        super().__init__(reason)
+        self.reason, self.gate = reason, gate
+
+
+@dataclass(frozen=True)
 class CompileOutcome:
     ok: bool
     diagnostics: str  # trimmed compiler output: what the LLM sees on failure
@@ -74,9 +105,15 @@ class CompileOutcome:
 
 
 class Backend(ABC):
+    """Monitor side (trusted, never imports candidate code): availability, scaffold, seed items,
+    precheck, build jobs and their checks. Runner side (the candidate's confined process, see
+    verifier.sandbox.candidate_runner): configure, before_sandbox, install_loaders, load, device,
+    synchronize. Timing and every judgement belong to the monitor, never to a backend."""
+
     name: ClassVar[str]
     fence_language: ClassVar[str] = "python"  # code-fence language the LLM must answer with
     static_imports: ClassVar[frozenset[str]] = frozenset()  # kernel-language modules the hack gate allows
+    requires_native: ClassVar[bool] = False  # a candidate must build native code (cpu: "no native code")
 
     @abstractmethod
     def availability(self) -> Availability:
@@ -87,78 +124,108 @@ class Backend(ABC):
         """Prompt scaffold: candidate format, the contract, API notes and a complete worked example."""
 
     def availability_for(self, candidate_source: str, availability: Availability) -> Availability:
-        """Parent side, after the static checks: the machine's availability narrowed for this candidate
+        """Monitor side, after the static checks: the machine's availability narrowed for this candidate
         (e.g. a language feature the local interpreter cannot run). Default: unchanged."""
         return availability
 
     def compile_context(self, task: TaskSpec) -> dict[str, str]:
-        """Parent side: what the child-side methods need beyond the candidate, resolved where the
-        user's environment is visible (the sandbox child runs with a private HOME and a clean
-        environment), e.g. the task as built or a toolchain directory. JSON strings. Default: {}."""
+        """Monitor side: what the runner-side methods and the build jobs need beyond the candidate,
+        resolved where the user's environment is visible (sandbox processes run with a private HOME and
+        a clean environment), e.g. the task as built or a toolchain directory. JSON strings. Default: {}."""
         return {}
 
     def configure(self, context: dict[str, str]) -> None:
-        """Child side, before anything else: receives :meth:`compile_context`'s dict."""
+        """Runner side, before anything else: receives :meth:`compile_context`'s dict."""
 
     def seed_items(self) -> tuple[SeedItem, ...]:
         """api_template items for a new lake (default: the scaffold as one item)."""
         return (SeedItem(title=f"{self.name} backend scaffold", body=self.scaffold(None)),)
 
-    @abstractmethod
-    def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
-        """Build the candidate's native code in build_dir (runs inside the sandbox)."""
-
-    @abstractmethod
-    def load(self, candidate_source: str, build_dir: Path) -> type:
-        """Import the candidate in a fresh namespace and return its ModelNew class (sandbox side)."""
-
     def precheck(self, candidate_source: str) -> str:
-        """Parent-side compile checks that need no toolchain (e.g. syntax); a non-empty string is the
-        compile gate's failure reason and saves starting the sandbox. Default: none."""
+        """Monitor-side compile checks that need no toolchain (syntax); a non-empty string is the
+        compile gate's failure reason and saves starting a process. Default: Python syntax."""
+        try:
+            compile(candidate_source, "candidate.py", "exec")
+        except SyntaxError as exc:
+            return f"SyntaxError: line {exc.lineno}: {exc.msg}"
+        except ValueError as exc:  # NUL bytes, lone surrogates
+            return f"the candidate is not valid Python source: {exc}"
+        return ""
+
+    # ---- builds (monitor side) -------------------------------------------------------------------
+    def build_job(self, loader: str, args: dict, context: dict[str, str]) -> BuildJob:
+        """The build for one loader call the runner recorded (its actual arguments, as data): validate
+        them (:class:`BuildRejected` with the reason), keep only allowed flags, key it. Default: this
+        backend has no native loader."""
+        raise BuildRejected(f"{loader}: this backend builds no native code through a loader")
+
+    def compile_jobs(self, candidate_source: str, context: dict[str, str]) -> tuple[BuildJob, ...]:
+        """Builds the monitor starts itself for this candidate (not triggered by a loader call), e.g.
+        triton's ahead-of-time compile. Default: none."""
+        return ()
+
+    def built_units(self, job: BuildJob, records: dict[str, bytes], library: Path | None) -> tuple[BuiltUnit, ...]:
+        """What the build-policy checks read of a finished build (preprocessed text, includes, the
+        object whose symbols are checked). Default: none."""
+        return ()
+
+    def build_failure(self, job: BuildJob, output: str) -> str:
+        """The compile gate's feedback for a failed build (trimmed compiler output)."""
+        from verifier.backends.toolrun import trim_diagnostics
+
+        return trim_diagnostics(output)
+
+    def build_success(self, job: BuildJob, output: str) -> str:
+        """A passing build's one-line note (e.g. registers per kernel). Default: none."""
         return ""
 
     def correctness_task_source(self, task_source: str) -> str:
         """The task source the correctness trials (reference and candidate alike) run on here.
-        Default: the task as built; the triton backend shrinks it for its interpreter."""
+        Default: the task as built; the triton backends shrink it for the interpreter."""
         return task_source
 
-    def before_sandbox(self) -> None:
-        """Child side, after compile and before the seccomp filter and the integrity snapshot:
-        process setup that load needs (environment flags), so it is not seen as the candidate's."""
+    def sandbox_paths(self) -> tuple[str, ...]:
+        """Toolchain directories the builder and the runner may read and execute (compilers, headers,
+        runtime libraries outside /usr and the Python environment). Default: none."""
+        return ()
 
-    def runtime_note(self) -> str:
-        """Child side, after the correctness trials: what stood in for hardware-only machinery while
-        they ran (triton's interpreter: which ``@triton.autotune`` configs ran, not benchmarked), for the
-        correctness gate's feedback. Default ""."""
-        return ""
+    def runner_python(self) -> str:
+        """The interpreter the runner uses (a toolchain's own environment where the backend's compiler
+        clashes with the main one). Default: this one."""
+        import sys
+
+        return sys.executable
+
+    # ---- runner side -----------------------------------------------------------------------------
+    def before_sandbox(self) -> None:
+        """Runner side, after configure and before the seccomp filter: process setup that the
+        candidate's import needs (environment flags, interpreter mode)."""
 
     def exec_after_load(self) -> str:
-        """Sandbox policy: non-empty (the reason) when this backend must start processes after the
-        candidate is loaded, so the child skips the no-exec seccomp filter and the verdict says so.
-        Default "" (filter on); only triton on a GPU (JIT compiles at first launch) overrides it."""
+        """Non-empty (the reason) when this backend must start processes after the candidate is loaded,
+        so the runner skips the no-exec seccomp filter and the verdict says so. Default "" (filter on);
+        only triton on a GPU (JIT compiles at first launch) overrides it."""
         return ""
 
-    def cache_entries(self, candidate_source: str) -> tuple[Any, ...]:
-        """Parent side: the compile-cache entries (verifier.sandbox.compile_cache.CacheEntry) this
-        candidate's build produces, keyed by the content hash of the build's inputs. The parent copies
-        the cached ones into the private build directory before the sandbox starts and caches the
-        new ones after it. Default: none (every verification builds from scratch)."""
-        return ()
+    def install_loaders(self, client: Any) -> None:
+        """Runner side, before the candidate is imported: route the backend's native loaders through
+        ``client`` (verifier.sandbox.loaders.BuildClient). Default: none."""
 
-    def sandbox_paths(self) -> tuple[str, ...]:
-        """Toolchain directories the sandbox child may read and execute (its compilers, headers and
-        runtime libraries outside /usr and the Python environment). Everything else outside the
-        child's own directory stays hidden from it (verifier.sandbox.isolation). Default: none."""
-        return ()
+    @abstractmethod
+    def load(self, candidate_source: str, workdir: str) -> type:
+        """Import the candidate in a fresh namespace and return its ModelNew class (runner side)."""
+
+    def runtime_note(self) -> str:
+        """Runner side: what stood in for hardware-only machinery (triton's interpreter: which
+        ``@triton.autotune`` configs ran). Default ""."""
+        return ""
 
     def device(self) -> str:
-        """The torch device the child places inputs and models on and expects outputs on."""
+        """The torch device the runner places inputs and models on and expects outputs on."""
         return "cpu"
 
     def synchronize(self) -> None:
-        """Wait for all queued device work (no-op on CPU). The child calls it once before the
-        integrity snapshot (so device-context setup is not the candidate's), after every guarded
-        call before reading outputs, and (through the default timer) around every timed call."""
+        """Wait for all queued device work (no-op on CPU); the runner calls it after every forward."""
 
     def probe_peaks(self, threads: int) -> MachinePeaks | None:
         """This machine's memory bandwidth and compute peak for the roofline (verifier.roofline),
@@ -169,18 +236,3 @@ class Backend(ABC):
         from verifier.backends import device_probe
 
         return device_probe.probe(self.name, self.device(), self.synchronize, threads)
-
-    def timer(self) -> Callable[[Callable[[], Any]], float]:
-        """Return a function that runs fn once and returns its duration in milliseconds."""
-        import time
-
-        clock = time.perf_counter_ns
-
-        def time_once(fn: Callable[[], Any]) -> float:
-            self.synchronize()
-            start = clock()
-            fn()
-            self.synchronize()
-            return (clock() - start) / 1e6
-
-        return time_once

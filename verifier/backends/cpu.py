@@ -1,57 +1,29 @@
-"""The CPU backend: C++/OpenMP candidates built by the system compiler (fast loader) or by
-torch's ``load_inline``, loaded in the sandbox child, timed with ``perf_counter_ns``.
+"""The CPU backend: C++/OpenMP candidates built by the system compiler (the fast loader ``load_c``) or
+by torch's ``load_inline``, loaded and called in the runner.
 
-Parent side: availability, scaffold. Child side: compile (every statically extracted native
-source, before candidate code runs), load (the candidate module in a fresh namespace, with
-``load_c``/``load_inline`` restricted to the prebuilt libraries).
+Monitor side: availability, scaffold, and the builds of the loader calls the runner recorded
+(verifier.backends.cpu_builds). Runner side: the loaders, routed through the monitor
+(verifier.sandbox.loaders), and the import of the candidate in a fresh namespace.
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
-import json
 import shutil
-from importlib import metadata
 import sys
-import time
 import types
 from pathlib import Path
+from typing import Any
 
 from kernelbench_npu.spec import TaskSpec
 from verifier import cpu_native
-from verifier.backends.base import Availability, Backend, BuiltUnit, CompileOutcome, GateCapability, SeedItem
-from verifier.native_sources import INLINE_POSITIONAL, NativeSource, SourceExtractionError, extract
+from verifier.backends import cpu_builds
+from verifier.backends.base import Availability, Backend, BuildJob, BuildRejected, BuiltUnit, GateCapability, SeedItem
 from verifier.roofline import MachinePeaks
 from verifier.sandbox import seccomp
-from verifier.sandbox.compile_cache import CacheEntry
 from verifier.settings import DEFAULT_PLAUSIBILITY_BOUND
 
 _HERE = Path(__file__).parent
-# load_inline flags a candidate may pass; anything else is dropped (no -include, plugins, wraps).
-INLINE_FLAG_ALLOW = {"-O3", "-O2", "-march=native", "-fopenmp", "-std=c++17", "-lgomp"}
-
-
-def inline_key(kwargs: dict) -> str:
-    """The load_inline call's arguments, the compiler and torch (whose headers and ABI it builds against)."""
-    wanted = {k: kwargs.get(k) for k in ("name", "cpp_sources", "functions", "extra_cflags", "extra_ldflags")}
-    wanted["toolchain"] = [cpu_native.source_key(""), _torch_version()]
-    return hashlib.sha256(json.dumps(wanted, sort_keys=True, default=list).encode()).hexdigest()
-
-
-def _torch_version() -> str:
-    try:
-        return metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        return "?"
-
-
-def inline_source_lines(kwargs: dict) -> tuple[int, int]:
-    """Lines of load_inline's main.cpp that hold the candidate's cpp_sources (line 1 is torch's
-    ``#include <torch/extension.h>``, the generated pybind module follows them)."""
-    cpp = kwargs.get("cpp_sources", "")
-    code = "\n".join(cpp) if isinstance(cpp, list) else str(cpp)
-    return 2, 2 + code.count("\n")
 
 
 SLEEF_NOTES = """- Vector math (exp, log, tanh, erf, pow, sin...): without `-ffast-math` a loop calling `expf`,
@@ -78,9 +50,7 @@ def vector_math_notes() -> str:
 
 class CpuBackend(Backend):
     name = "cpu"
-
-    def __init__(self) -> None:
-        self._inline_built: dict[str, tuple[str, str]] = {}  # inline key -> (module name, build dir)
+    requires_native = True
 
     def availability(self) -> Availability:
         compiler = shutil.which(cpu_native.COMPILER)
@@ -116,107 +86,46 @@ class CpuBackend(Backend):
 
         return cpu_probe.probe(threads)
 
-    # ---- child side ----------------------------------------------------------------------
-    def precheck(self, candidate_source: str) -> str:
-        """Parent-side, before any process starts: syntax and statically resolvable native sources.
-        Returns the compile-gate reason, or "" when the candidate may go on to the real build."""
-        try:
-            compile(candidate_source, "candidate.py", "exec")
-            sources = extract(candidate_source)
-        except SyntaxError as exc:
-            return f"SyntaxError: line {exc.lineno}: {exc.msg}"
-        except SourceExtractionError as exc:
-            return str(exc)
-        if not sources:
-            return ("no native code: call load_c(SOURCE, {...}) (or load_inline) at module level; "
-                    "all arithmetic must run in native code")
-        return ""
+    # ---- builds (monitor side) -------------------------------------------------------------------
+    def build_job(self, loader: str, args: dict, context: dict[str, str]) -> BuildJob:
+        if loader == "load_c":
+            return cpu_builds.load_c_job(args)
+        if loader == "load_inline":
+            return cpu_builds.load_inline_job(args)
+        raise BuildRejected(f"{loader}: not a loader of the cpu backend (use load_c or load_inline)")
 
-    def cache_entries(self, candidate_source: str) -> tuple[CacheEntry, ...]:
-        try:
-            sources = extract(candidate_source)
-        except (SyntaxError, SourceExtractionError):
-            return ()
-        entries = []
-        for native in sources:
-            if native.loader == "load_c":
-                key = cpu_native.source_key(native.code)
-                entries.append(CacheEntry(key, cpu_native.entry_dir(key)))
-            else:
-                key = inline_key(dict(native.inline_args))
-                entries.append(CacheEntry(key, f"inline/{key}"))
-        return tuple(entries)
+    def built_units(self, job: BuildJob, records: dict[str, bytes], library: Path | None) -> tuple[BuiltUnit, ...]:
+        return cpu_builds.units(job, records, library)
 
-    def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
-        """Build every native source of the candidate into build_dir (private to the verification,
-        seeded from the compile cache by the parent)."""
-        start = time.perf_counter()
-        problem = self.precheck(candidate_source)
-        if problem:
-            return CompileOutcome(False, problem, time.perf_counter() - start)
-        sources = extract(candidate_source)
-        artifacts, units, cached = [], [], True
-        for native in sources:
-            remaining = max(1.0, timeout_s - (time.perf_counter() - start))
-            ok, diagnostics, built, unit, was_cached = self._build_one(native, Path(build_dir), remaining)
-            if not ok:
-                return CompileOutcome(False, diagnostics, time.perf_counter() - start)
-            artifacts.extend(built)
-            units.append(unit)
-            cached = cached and was_cached
-        return CompileOutcome(True, "", time.perf_counter() - start, cached, tuple(artifacts), tuple(units))
+    def build_failure(self, job: BuildJob, output: str) -> str:
+        return cpu_native.trim_diagnostics(output)
 
-    def _build_one(self, native: NativeSource, build_dir: Path,
-                   timeout_s: float) -> tuple[bool, str, tuple[str, ...], BuiltUnit, bool]:
-        """(ok, diagnostics, files to cache, what the build-policy checks read, cached)."""
-        if native.loader != "load_c":
-            return self._build_inline(dict(native.inline_args), build_dir, native.where)
-        result = cpu_native.build(native.code, build_dir, timeout_s)
-        unit = BuiltUnit(f"load_c source ({native.where})", result.preprocessed, result.includes,
-                         (result.library,) if result.ok else ())
-        if not result.ok:
-            return False, result.diagnostics, (), unit, False
-        cpu_native._PREBUILT[cpu_native.source_key(native.code)] = result.library
-        return True, "", (str(Path(result.library).parent),), unit, result.cached
-
-    def _build_inline(self, kwargs: dict, build_dir: Path,
-                      where: str) -> tuple[bool, str, tuple[str, ...], BuiltUnit, bool]:
+    # ---- runner side -----------------------------------------------------------------------------
+    def install_loaders(self, client: Any) -> None:
+        """load_c and load_inline send their actual arguments to the monitor and load what it built."""
         from torch.utils import cpp_extension
 
-        from verifier.gates.hack_build import candidate_lines, read_text
+        from verifier.sandbox.loaders import inline_arguments
 
-        key = inline_key(kwargs)
-        target = build_dir / "inline" / key
-        name = str(kwargs.get("name", "candidate_ext"))
-        library, record = target / f"{name}.so", target / "preprocessed.json"
-        cached = library.is_file() and record.is_file()
-        first, last = inline_source_lines(kwargs)
-        if not cached:
-            target.mkdir(parents=True, exist_ok=True)
-            flags = [f for f in kwargs.get("extra_cflags") or [] if f in INLINE_FLAG_ALLOW]
-            args = dict(name=name, cpp_sources=kwargs.get("cpp_sources", ""), functions=kwargs.get("functions"),
-                        extra_cflags=[*flags, "-save-temps"],  # main.ii: the build-policy checks read it
-                        extra_ldflags=[f for f in kwargs.get("extra_ldflags") or [] if f in INLINE_FLAG_ALLOW],
-                        build_directory=str(target), verbose=False, with_cuda=False)
-            try:
-                cpp_extension.load_inline(**args)
-            except Exception as exc:  # torch raises RuntimeError with the full compiler log
-                return False, cpu_native.trim_diagnostics(str(exc), str(target)), (), BuiltUnit("load_inline"), False
-            text, includes = candidate_lines(read_text(target / "main.ii"), first, last)
-            record.write_text(json.dumps({"text": text, "includes": includes}))
-            for temp in target.glob("main.[ios]*"):
-                temp.unlink()  # the preprocessed text is kept in record; 20 MB of main.ii is not
-        text, includes = cpu_native._read_record(record)
-        self._inline_built[key] = (name, str(target))
-        unit = BuiltUnit(f"load_inline cpp_sources ({where})", text, includes, (str(library),), line_offset=first - 1)
-        return True, "", (str(library), str(record)), unit, cached
+        cpu_native._CLIENT = client
 
-    def load(self, candidate_source: str, build_dir: Path) -> type:
-        """Import the candidate in a fresh module namespace; loaders only load prebuilt code."""
-        cpu_native._SANDBOXED = True
-        self._restrict_load_inline()
+        def load_inline(*args: Any, **kwargs: Any) -> Any:
+            named = inline_arguments(args, kwargs)
+            where = client.build("load_inline", named)
+            module = cpp_extension._import_module_from_library(named["name"], where, True)
+            return CountingModule(module)
+
+        def load(*_args: Any, **_kwargs: Any) -> Any:
+            raise cpu_native.NativeBuildError("torch.utils.cpp_extension.load reads source files; pass the sources "
+                                              "inline (load_inline or load_c)")
+
+        cpp_extension.load_inline = load_inline
+        cpp_extension.load = load
+
+    def load(self, candidate_source: str, workdir: str) -> type:
+        """Import the candidate in a fresh module namespace."""
         module = types.ModuleType("candidate")
-        module.__file__ = str(Path(build_dir) / "candidate.py")
+        module.__file__ = str(Path(workdir) / "candidate.py")
         sys.modules["candidate"] = module
         exec(compile(candidate_source, "candidate.py", "exec"), module.__dict__)
         model_new = module.__dict__.get("ModelNew")
@@ -224,33 +133,16 @@ class CpuBackend(Backend):
             raise LookupError("the candidate defines no class ModelNew")
         return model_new
 
-    def _restrict_load_inline(self) -> None:
-        from torch.utils import cpp_extension
 
-        built = self._inline_built
-
-        def load_inline_prebuilt(*args, **kwargs):
-            kwargs.update(zip(INLINE_POSITIONAL, args))
-            entry = built.get(inline_key(kwargs))
-            if entry is None:
-                raise cpu_native.NativeBuildError("load_inline: these arguments were not built by the compile "
-                                                  "gate; pass string literals or module-level constants (directly or "
-                                                  "through a build helper's parameters)")
-            module = cpp_extension._import_module_from_library(entry[0], entry[1], True)
-            return _CountingModule(module)
-
-        cpp_extension.load_inline = load_inline_prebuilt
-
-
-class _CountingModule:
-    """A load_inline module whose function calls are counted (the runtime 'native code ran' check)."""
+class CountingModule:
+    """A load_inline module whose function calls are counted (what the runner reports as native calls)."""
 
     def __init__(self, module: types.ModuleType) -> None:
         self._module = module
 
     def __getattr__(self, name: str):
         target = getattr(self._module, name)
-        if not callable(target):
+        if not callable(target) or isinstance(target, type):
             return target
 
         def counted(*args, **kwargs):

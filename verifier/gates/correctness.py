@@ -19,7 +19,7 @@ import numpy as np
 
 from verifier.gates import fp64_check
 from verifier.result import GateResult
-from verifier.sandbox.messages import ReferenceOutputs, TrialOutputs
+from verifier.gates.trial_data import ReferenceOutputs, TrialOutputs
 
 PROBE_NOTE = "output did not follow an in-place change of the input: replayed or cached result"
 

@@ -55,7 +55,7 @@ from typing import Sequence
 
 import numpy as np
 
-from verifier.sandbox.messages import ReferenceOutputs
+from verifier.gates.trial_data import ReferenceOutputs
 
 MAX_RATIO = 256.0
 WORK_DIVISOR = 8.0

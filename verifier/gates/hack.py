@@ -1,14 +1,14 @@
-"""The hack gate: static policy (Python AST + native tokens, parent side, before anything runs)
-plus the runtime integrity verdict the sandbox child reports (see verifier.sandbox.integrity).
+"""The hack gate: the static policy on the candidate's Python (monitor side, before anything runs);
+the native sources are checked when the runner's loader calls hand them to the monitor
+(verifier.monitor.builds), and runtime integrity is observed by the monitor after every call
+(verifier.monitor.watch).
 """
 
 from __future__ import annotations
 
 import time
 
-from verifier.gates.hack_native import run_native_checks
 from verifier.gates.hack_python import Finding, run_python_checks
-from verifier.native_sources import SourceExtractionError, extract
 from verifier.result import GateResult
 
 MAX_LISTED = 5
@@ -17,14 +17,7 @@ MAX_LISTED = 5
 def static_findings(candidate_source: str, task_dtype: str, disabled: tuple[str, ...] = (),
                     extra_imports: frozenset[str] = frozenset()) -> list[Finding]:
     """extra_imports: the backend's kernel-language modules (Backend.static_imports), e.g. triton."""
-    findings = run_python_checks(candidate_source, task_dtype, disabled, extra_imports)
-    try:
-        sources = extract(candidate_source)
-    except (SyntaxError, SourceExtractionError):
-        sources = ()  # reported by the compile gate
-    for native in sources:
-        findings.extend(run_native_checks(native.code, task_dtype, disabled))
-    return findings
+    return run_python_checks(candidate_source, task_dtype, disabled, extra_imports)
 
 
 def static_gate(candidate_source: str, task_dtype: str, disabled: tuple[str, ...] = (),

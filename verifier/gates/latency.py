@@ -1,14 +1,10 @@
-"""The latency gate: paired, interleaved timing in the child (candidate and reference in the same
-process, same thread budget, fresh inputs every call, warm-up first) and the parent-side summary
-(median per side, speedup = exp(median log(ref/cand)) over rounds, 95% percentile-bootstrap CI,
-roofline position, plausibility flag).
+"""The latency gate: the monitor's paired timing summarised (median per side, speedup =
+exp(median log(ref/cand)) over rounds, 95% percentile-bootstrap CI, roofline position, flags).
 
-The child passes the backend's ``timer()`` (a synchronized wall clock on the CPU; CUDA events
-after an L2 flush on a GPU, verifier.backends.gpu_timing) and ``fresh_inputs`` already placed on
-the backend's device, so input generation and the host-to-device copy stay outside the timed call.
-
-The random-iteration audit (verifier.sandbox.audit) plants two trials at secret timed calls; their
-outputs, kept untimed, must match the reference (:func:`audit_problem`).
+The monitor times every call itself (verifier.monitor.timing): the candidate's runner and the
+reference worker are separate processes, each call is a command the monitor sends with its own
+clock running until the answer is back, interleaved in a random order per round, on inputs both sides
+share per pair, fresh for every pair. No process's own number is ever used.
 
 Plausibility: a candidate faster than this machine's measured peaks allow for the task's bytes and
 FLOPs (verifier.roofline) is flagged for review. The fixed ratio bound (VerifySettings.plausibility_bound,
@@ -21,15 +17,12 @@ Noisy timing (either side's IQR/median above 25%) flags too. Nothing here fails 
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 
 import numpy as np
 
-from verifier.gates.correctness import TrialChecks
 from verifier.result import GateResult, LatencyResult
 from verifier.roofline import MachinePeaks, Workload, position
-from verifier.sandbox.audit import expected_audits
-from verifier.sandbox.messages import Timing, TrialOutputs
-from verifier.sandbox.timer import PairedTimes
 
 
 # torch.utils.benchmark warns at IQR/median > 10% and calls > 25% gross: a round-to-round spread this
@@ -43,9 +36,17 @@ def relative_iqr(values: np.ndarray) -> float:
     return float((q3 - q1) / median) if median > 0 else 0.0
 
 
+@dataclass(frozen=True)
+class PairedTimes:
+    """The monitor's own clock: per round, the median of each side's calls (ms)."""
+
+    candidate_ms: tuple[float, ...]
+    reference_ms: tuple[float, ...]
+
+
 def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0, workload: Workload | None = None,
               peaks: MachinePeaks | None = None) -> LatencyResult:
-    """Parent side: median per side, speedup with a 95% bootstrap CI, roofline position, flags."""
+    """Median per side, speedup with a 95% bootstrap CI, roofline position, flags."""
     cand = np.asarray(times.candidate_ms, dtype=np.float64)
     ref = np.asarray(times.reference_ms, dtype=np.float64)
     logs = np.log(np.maximum(ref, 1e-9) / np.maximum(cand, 1e-9))
@@ -73,30 +74,6 @@ def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0, w
                          speedup=speedup, ci_low=float(np.exp(low)), ci_high=float(np.exp(high)),
                          rounds=len(cand), flagged=bool(reasons), flag_reason="; ".join(reasons),
                          roofline=roof, note=note)
-
-
-def validate_times(timing: Timing, rounds: int, calls_per_round: int,
-                   phase_wall_s: float) -> tuple[PairedTimes | None, str]:
-    """Parent side: the child's report must be complete and fit inside the parent's wall clock
-    (with the parent's own calls per round: a child's claim of fewer calls would hide replays)."""
-    cand, ref = timing.candidate_ms, timing.reference_ms
-    if len(cand) != rounds or len(ref) != rounds or min(cand + ref, default=0) < 0:
-        return None, f"timing report has {len(cand)}/{len(ref)} rounds, expected {rounds}"
-    claimed_s = (sum(cand) + sum(ref)) * calls_per_round / 1e3
-    if claimed_s > phase_wall_s * 1.05 + 0.05:
-        return None, f"reported times ({claimed_s:.2f} s) exceed the wall clock of the timing phase ({phase_wall_s:.2f} s)"
-    return PairedTimes(cand, ref), ""
-
-
-def audit_problem(audited: tuple[TrialOutputs, ...], timed_calls: int, checks: TrialChecks) -> str:
-    """Parent side of the random-iteration audit (verifier.sandbox.audit): "" when the audited timed
-    calls came back, as many as planned, each matching the reference for its planted inputs."""
-    if len(audited) != expected_audits(timed_calls) or any(t.kind != "audit" for t in audited):
-        return f"timing report has {len(audited)} audited calls, expected {expected_audits(timed_calls)}"
-    if checks.mismatch:
-        return ("the output of a timed call, audited at a secret random position, is wrong (the kernel skips, "
-                f"replays or caches work while timed): {checks.mismatch}")
-    return ""
 
 
 def latency_gate(result: LatencyResult, seconds: float) -> GateResult:

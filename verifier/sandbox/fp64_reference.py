@@ -17,7 +17,7 @@ import copy
 import numpy as np
 import torch
 
-from verifier.sandbox.messages import Fp64Reference
+from verifier.gates.trial_data import Fp64Reference
 
 _EMPTY = np.zeros(0, dtype=np.float32)
 

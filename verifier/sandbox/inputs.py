@@ -1,5 +1,5 @@
-"""Inputs for correctness and timing, generated identically in the reference worker and the
-sandbox child from (secret seed, trial index): the task's own ``get_inputs()`` fixes shapes and
+"""Inputs for correctness and timing, generated in the reference worker from (secret seed, trial
+index): the task's own ``get_inputs()`` fixes shapes and
 non-float inputs, float tensors take the task's dtype and are redrawn from the trial's
 distribution. Models and inputs are built by :mod:`kernelbench_npu.instantiate`, the
 distributions come from :mod:`kernelbench_npu.distributions` (the task lint uses both too).
@@ -7,10 +7,9 @@ distributions come from :mod:`kernelbench_npu.distributions` (the task lint uses
 The plan: ``correctness_trials`` trials cycling through DISTRIBUTIONS, one in-place perturbation
 probe of trial 0 (same storage, new values: output replay must fail), POST_TIMING_TRIALS
 trials the child computes only after timing (outputs re-checked after the timed loop), and two
-audit trials the child plants at secret positions among the timed calls (verifier.sandbox.audit):
-fresh normal inputs, then a near-duplicate of them (a few elements changed, so a cache keyed on
-sampled values returns a stale output).
-Child side only (imports torch).
+audit trials the monitor plants at secret positions among the timed calls: fresh normal inputs, then
+a near-duplicate of them (a few elements changed, so a cache keyed on sampled values returns a stale
+output). Reference-worker side only (imports torch).
 """
 
 from __future__ import annotations
@@ -22,28 +21,11 @@ import torch
 
 from kernelbench_npu import instantiate
 from kernelbench_npu.distributions import DISTRIBUTIONS, redraw
+from verifier.sandbox.inputs_plan import POST_TIMING_TRIALS, Trial, plan  # noqa: F401 - re-exported
 from verifier.seeds import derive_seed
 
-POST_TIMING_TRIALS = 2
 PERTURB_FRACTION = 0.05
 NEAR_DUPLICATE_FRACTION = 0.001  # of the first float input's elements, at least one
-
-
-@dataclass(frozen=True)
-class Trial:
-    index: int
-    kind: str  # "check" | "perturb" | "post" | "audit"
-    distribution: str
-
-
-def plan(correctness_trials: int) -> list[Trial]:
-    trials = [Trial(i, "check", DISTRIBUTIONS[i % len(DISTRIBUTIONS)]) for i in range(correctness_trials)]
-    trials.append(Trial(len(trials), "perturb", DISTRIBUTIONS[0]))
-    for k in range(POST_TIMING_TRIALS):
-        trials.append(Trial(len(trials), "post", "normal"))
-    trials.append(Trial(len(trials), "audit", "normal"))
-    trials.append(Trial(len(trials), "audit", "near-duplicate"))  # of the audit trial before it
-    return trials
 
 
 @dataclass(frozen=True)
@@ -65,6 +47,12 @@ def load_problem(source: str, dtype: str = "float32") -> Problem:
 def build_models(problem: Problem, model_classes: list[type], init_seed: int) -> list[torch.nn.Module]:
     """Each model built from the same seed and the same init inputs, in eval mode, in the task's dtype."""
     return instantiate.build_models(problem.module, model_classes, problem.dtype, init_seed)
+
+
+def init_values(problem: Problem, init_seed: int) -> list:
+    """``get_init_inputs()`` as :func:`build_models` passes them (drawn under the init seed, floats cast)."""
+    instantiate.seed_all(init_seed)
+    return [instantiate.cast(x, problem.dtype) for x in problem.module.get_init_inputs()]
 
 
 def make_inputs(problem: Problem, seed: int, trial: Trial) -> list:

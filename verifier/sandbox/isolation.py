@@ -1,24 +1,37 @@
-"""Filesystem isolation of every sandbox process: the candidate child (which also runs the
-compilers on the candidate's sources) and the reference worker.
+"""What each sandbox process may touch, decided by the monitor and applied before the process runs.
 
-The parent decides a :class:`Policy` per process (:func:`prepare`): read and execute the system
-(/usr, /lib...), the Python runtime, this project's two packages and the backend's toolchains;
-read a short list of /etc, /proc, /sys and /dev entries; write only the process's own working
-directory (the reference worker writes nothing). Everything else is denied, reads included: the
-memory lake, benchmark builds, the compile cache, other verifications, the user's home, other
-processes' /proc entries (cmdline, environ). The launcher applies the policy (:func:`apply`) in
-the forked process right before it executes the sandbox module, so its /proc/self is the final
-process's and no thread exists yet: privileges first (:mod:`verifier.sandbox.privileges`), then
-``no_new_privs`` and a Landlock domain (:mod:`verifier.sandbox.landlock`) that every thread and
-compiler started later inherits. Where the kernel has no Landlock, the policy carries
-``landlock_abi=0`` and the verdict warns "isolation unavailable: <why>" (never silently).
+Three roles (DESIGN.md §4): the **runner** imports the candidate and calls ``forward``; the
+**reference worker** runs the task's reference; the **builder** runs compilers on sources the monitor
+handed it. The monitor builds one :class:`Policy` per process (:func:`build_policy`); the launcher
+(verifier.sandbox.launcher) applies it, in this order, before the process's own code starts:
+
+1. namespaces (launcher, :func:`enter_namespaces`): a new PID namespace (the process is its pid 1;
+   when it dies every descendant dies with it) and a new network namespace (no interface is up:
+   no address is reachable, loopback included, UDP as much as TCP). As root this is plain
+   ``unshare``; otherwise a user namespace makes it possible; where neither works the launcher says
+   so and the verdict warns "network isolation unavailable".
+2. in the forked child before ``exec`` (:func:`apply`): death with the launcher
+   (``PR_SET_PDEATHSIG``), resource limits, privileges (verifier.sandbox.privileges: a dedicated
+   unprivileged uid, or uid 0 stripped of every capability where the runtime is not readable by
+   others), ``no_new_privs``, a Landlock domain (verifier.sandbox.landlock: read and execute the
+   system, the Python runtime, this project's two packages and the backend's toolchains; read a
+   short list of /etc, /proc, /sys and /dev entries; write only the process's own directory), and for
+   the builder its seccomp filter (verifier.sandbox.seccomp); the runner and the reference worker
+   install theirs themselves, after their own start-up and before any code they do not own.
+
+Everything else is denied, reads included: the memory lake, benchmark builds, the compile cache,
+other verifications, the user's home, other processes' /proc entries. Where the kernel has no
+Landlock, ``landlock_abi=0`` and the verdict warns "isolation unavailable: <why>".
 """
 
 from __future__ import annotations
 
+import ctypes
 import glob
 import json
 import os
+import resource
+import signal
 import sys
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -29,6 +42,7 @@ from verifier.sandbox import landlock, privileges
 POLICY_ENV = "EVOKERNEL_SANDBOX_POLICY"
 IMPORT_ROOT = ".imports"  # PYTHONPATH of a sandbox process (beside its workdir): links to the packages only
 PACKAGES = ("verifier", "kernelbench_npu")
+ROLES = ("runner", "reference", "builder")
 _PROJECT_ROOT = Path(__file__).resolve().parents[2]
 SYSTEM_READ_EXEC = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 SYSTEM_READ = (
@@ -40,12 +54,15 @@ SYSTEM_READ = (
 SYSTEM_WRITE = ("/dev/null", "/dev/full")
 DEVICE_GLOBS = ("/dev/nvidia*", "/dev/nvidia-caps/*", "/dev/dri/*", "/dev/kfd", "/dev/davinci*",
                 "/dev/devmm_svm", "/dev/hisi_hdc", "/dev/svm0")  # GPUs and NPUs (read, write, ioctl)
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
+PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True)
 class Policy:
     """What one sandbox process may touch, and as whom it runs (JSON-serialisable)."""
 
+    role: str = "runner"
     read_exec: tuple[str, ...] = ()
     read: tuple[str, ...] = ()
     write: tuple[str, ...] = ()
@@ -56,6 +73,8 @@ class Policy:
     gid: int | None = None
     groups: tuple[int, ...] = ()  # supplementary groups kept by a dropped uid: those of group-only devices
     strip_caps: bool = False
+    memory_mb: int = 0  # RLIMIT_AS (0: unlimited)
+    file_mb: int = 0  # RLIMIT_FSIZE (0: unlimited)
     notes: tuple[str, ...] = field(default=(), compare=False)  # mechanism, for the verdict
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -76,25 +95,12 @@ class Isolation:
     warnings: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Prepared:
-    """A prepared sandbox process: its policy and the directory its PYTHONPATH names."""
-
-    policy: Policy
-    import_root: Path
-
-
 def runtime_read_exec(toolchains: tuple[str, ...] = ()) -> tuple[str, ...]:
     """The Python runtime, this project's packages and the backend's toolchains."""
     python = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
               os.path.dirname(os.path.realpath(sys.executable))}
     packages = {str(_PROJECT_ROOT / name) for name in PACKAGES}
     return tuple(sorted({os.path.realpath(p) for p in (*python, *packages, *toolchains) if p}))
-
-
-def _packages(extra: dict[str, str] | None) -> dict[str, str]:
-    """{import name: directory} the sandbox's PYTHONPATH offers: this project's two, plus a backend's."""
-    return {**{name: str(_PROJECT_ROOT / name) for name in PACKAGES}, **(extra or {})}
 
 
 @lru_cache(maxsize=1)
@@ -112,22 +118,27 @@ def _device_groups(devices: tuple[str, ...]) -> tuple[int, ...]:
     return tuple(sorted(groups))
 
 
-def build_policy(workdir: Path, writable: bool, toolchains: tuple[str, ...] = (),
-                 packages: dict[str, str] | None = None, import_root: Path | None = None) -> Policy:
-    """The policy of a process working in ``workdir`` (writable or not)."""
+def build_policy(role: str, workdir: Path, *, writable: bool, toolchains: tuple[str, ...] = (),
+                 read: tuple[str, ...] = (), import_root: Path | None = None, devices: bool = False,
+                 memory_mb: int = 0, file_mb: int = 0) -> Policy:
+    """The policy of a ``role`` process working in ``workdir``; ``read``: further read-only paths
+    (the runner's library directory, the observer); ``devices``: GPU/NPU nodes open to it."""
+    if role not in ROLES:
+        raise ValueError(f"unknown sandbox role {role!r}")
     abi, why = landlock.abi_version()
-    runtime = runtime_read_exec((*toolchains, *(packages or {}).values()))
-    plan = privileges.plan([*runtime, *SYSTEM_READ_EXEC], workdir)
+    runtime = runtime_read_exec(toolchains)
+    plan = privileges.plan([*runtime, *SYSTEM_READ_EXEC, *read], workdir)
     notes = [f"landlock ABI {abi}" if abi else "no filesystem isolation", plan.note]
     warnings = [f"isolation unavailable: {why}; the candidate can read and write whatever user "
                 f"{os.geteuid()} can"] if not abi else []
     if plan.warning:
         warnings.append(plan.warning)
-    read = (*SYSTEM_READ, str(workdir), *((str(import_root),) if import_root else ()))
-    return Policy(read_exec=(*SYSTEM_READ_EXEC, *runtime), read=read,
-                  write=(*SYSTEM_WRITE, *((str(workdir),) if writable else ())), devices=_devices(),
+    readable = (*SYSTEM_READ, str(workdir), *read, *((str(import_root),) if import_root else ()))
+    nodes = _devices() if devices else ()
+    return Policy(role=role, read_exec=(*SYSTEM_READ_EXEC, *runtime), read=readable,
+                  write=(*SYSTEM_WRITE, *((str(workdir),) if writable else ())), devices=nodes,
                   landlock_abi=abi, unavailable=why, uid=plan.uid, gid=plan.gid, strip_caps=plan.strip_caps,
-                  groups=_device_groups(_devices()) if plan.uid is not None else (),
+                  groups=_device_groups(nodes) if plan.uid is not None else (), memory_mb=memory_mb, file_mb=file_mb,
                   notes=tuple(n for n in notes if n), warnings=tuple(warnings))
 
 
@@ -135,58 +146,76 @@ def describe(policy: Policy) -> Isolation:
     return Isolation(", ".join(policy.notes), policy.warnings)
 
 
-def prepare(workdir: Path, writable: bool, toolchains: tuple[str, ...] = (),
-            packages: dict[str, str] | None = None) -> Prepared:
-    """Parent side: the policy, the import root, and ownership of ``workdir`` for a dropped uid.
-    ``packages``: {import name: directory} a backend outside the Python environment needs."""
-    import_root = workdir.parent / f"{IMPORT_ROOT}-{workdir.name}"  # beside workdir: the candidate cannot swap it
-    policy = build_policy(workdir, writable, toolchains, packages, import_root)
+def prepare_import_root(workdir: Path, packages: dict[str, str] | None = None) -> Path:
+    """The PYTHONPATH directory of a sandbox process, beside its workdir (which it may not replace):
+    links to this project's two packages and to a backend's package outside the environment."""
+    import_root = workdir.parent / f"{IMPORT_ROOT}-{workdir.name}"
     import_root.mkdir(exist_ok=True)
     os.chmod(import_root, 0o755)
-    for name, where in _packages(packages).items():
+    for name, where in {**{n: str(_PROJECT_ROOT / n) for n in PACKAGES}, **(packages or {})}.items():
         link = import_root / name
         if not link.is_symlink():
             link.symlink_to(where, target_is_directory=True)
-    if policy.uid is not None:
-        _hand_over(workdir, policy.uid, policy.gid, writable)
-    return Prepared(policy, import_root)
+    return import_root
 
 
-def _hand_over(workdir: Path, uid: int, gid: int, writable: bool) -> None:
+def hand_over(workdir: Path, policy: Policy, writable: bool) -> None:
     """A writable workdir belongs to the sandbox uid (mode 0700); a read-only one stays ours, 0755."""
-    if not writable:
-        os.chmod(workdir, 0o755)
+    if policy.uid is None or not writable:
+        os.chmod(workdir, 0o755 if not writable else 0o700)
         return
     for root, dirs, files in os.walk(workdir):
         for name in [*dirs, *files]:
-            os.lchown(os.path.join(root, name), uid, gid)
-    os.chown(workdir, uid, gid)
+            os.lchown(os.path.join(root, name), policy.uid, policy.gid)
+    os.chown(workdir, policy.uid, policy.gid)
     os.chmod(workdir, 0o700)
 
 
+# ---- namespaces (the launcher, before it starts the process) ----------------------------------------
+def enter_namespaces() -> None:
+    """Unshare PID and network namespaces for the processes this one starts next (and the network
+    for itself). Not root: inside a new user namespace that maps our own ids."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if os.geteuid() == 0 and libc.unshare(CLONE_NEWPID | CLONE_NEWNET) == 0:
+        return
+    uid, gid = os.geteuid(), os.getegid()
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"unshare: {os.strerror(err)}")
+    Path("/proc/self/setgroups").write_text("deny")
+    Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1")
+    Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1")
+
+
+# ---- the forked child, before exec -------------------------------------------------------------------
 def apply(policy: Policy) -> None:
-    """Child side (forked, single-threaded, before exec): privileges, no_new_privs, Landlock."""
+    """Death with the launcher, limits, privileges, no_new_privs, Landlock, the builder's seccomp."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    mb = 1 << 20
+    if policy.memory_mb:
+        resource.setrlimit(resource.RLIMIT_AS, (policy.memory_mb * mb,) * 2)
+    if policy.file_mb:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (policy.file_mb * mb,) * 2)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if policy.strip_caps:
         privileges.strip_capabilities()
     elif policy.uid is not None:
         privileges.limit_processes()
-    _no_new_privs()
-    if not policy.landlock_abi:
-        return
-    rules = landlock.Ruleset(policy.landlock_abi)
-    for paths, rights in ((policy.read_exec, landlock.READ_EXEC), (policy.read, landlock.READ),
-                          (policy.write, landlock.WRITE), (policy.devices, landlock.DEVICE)):
-        for path in paths:
-            rules.allow(path, rights)
-    rules.allow("/proc/self", landlock.READ)  # resolved here: the pid the sandbox module will have
-    pin = os.open("/proc/self", os.O_PATH | os.O_DIRECTORY)  # keeps that /proc entry (the rule's inode) alive
-    os.set_inheritable(pin, True)
-    rules.restrict()
-
-
-def _no_new_privs() -> None:
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(38, 1, 0, 0, 0) != 0:  # PR_SET_NO_NEW_PRIVS
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS) failed")
+    if policy.landlock_abi:
+        rules = landlock.Ruleset(policy.landlock_abi)
+        for paths, rights in ((policy.read_exec, landlock.READ_EXEC), (policy.read, landlock.READ),
+                              (policy.write, landlock.WRITE), (policy.devices, landlock.DEVICE)):
+            for path in paths:
+                rules.allow(path, rights)
+        rules.allow("/proc/self", landlock.READ)  # resolved here: the pid the process will have
+        pin = os.open("/proc/self", os.O_PATH | os.O_DIRECTORY)  # keeps that /proc entry (the rule's inode) alive
+        os.set_inheritable(pin, True)
+        rules.restrict()
+    if policy.role == "builder":
+        from verifier.sandbox import seccomp
+
+        if seccomp.supported():
+            seccomp.install(seccomp.BUILDER)

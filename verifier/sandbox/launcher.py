@@ -1,21 +1,25 @@
-"""A disposable intermediate process between the trusted caller and a sandbox child.
+"""A disposable intermediate process between the monitor and one sandbox process.
 
-``python -m verifier.sandbox.launcher MODULE IN_FD OUT_FD`` runs ``python -m MODULE IN_FD OUT_FD``
-in its own (already new) session and mirrors its exit: a signal death is re-raised on itself so
-the caller still sees "killed by SIGSEGV". The child's parent and process group are the
-launcher's, so ``os.kill(os.getppid())`` or ``os.killpg(os.getpgid(os.getppid()))`` from a
-candidate (should seccomp be unavailable) hits only this disposable pair, never the caller.
+``python -m verifier.sandbox.launcher STATUS_FD KEEP_FDS -- ARGV...`` (started by
+verifier.sandbox.spawn in a new session) does, with the policy from ``EVOKERNEL_SANDBOX_POLICY``
+(removed from the environment it passes on):
 
-The isolation policy arrives in ``EVOKERNEL_SANDBOX_POLICY`` (removed from the child's
-environment) and is applied in the forked child just before it executes the module: the uid
-switch by ``Popen(user=..., group=..., extra_groups=...)`` (only the groups of GPU/NPU nodes), then capabilities, no_new_privs and
-Landlock (:func:`verifier.sandbox.isolation.apply`). This process has a single thread, so the
-fork is safe. A policy that cannot be applied stops the verification (exit code 70, reason in
-the log) rather than running the candidate unconfined.
+1. new PID and network namespaces (verifier.sandbox.isolation.enter_namespaces), so the process it
+   starts is pid 1 of its own namespace (every descendant dies with it) and reaches no address;
+2. starts ARGV with the uid switch (``Popen(user=..., group=...)``) and, in the forked child before
+   ``exec``, :func:`verifier.sandbox.isolation.apply` (death with the launcher, limits, capabilities,
+   no_new_privs, Landlock, the builder's seccomp filter); KEEP_FDS (comma-separated) are inherited;
+3. writes one JSON line to STATUS_FD: the process's pid (as the monitor sees it) and, if the
+   namespaces could not be made, why (the verdict warns); then waits and mirrors the exit status (a
+   signal death is re-raised on itself, so the monitor still reads "killed by SIGSYS").
+
+This process has a single thread, so the fork is safe. A policy that cannot be applied stops the
+verification (exit code 70, reason in the log) rather than running the process unconfined.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -35,17 +39,29 @@ def _confine(policy: isolation.Policy) -> None:
 
 
 def main(argv: list[str]) -> int:
-    module, in_fd, out_fd = argv[1], int(argv[2]), int(argv[3])
+    status_fd, keep = int(argv[1]), tuple(int(fd) for fd in argv[2].split(",") if fd)
+    command = argv[argv.index("--") + 1:]
     policy = isolation.Policy.from_env(os.environ.pop(isolation.POLICY_ENV, "{}"))
+    os.set_inheritable(status_fd, False)  # the process gets its channels (KEEP_FDS), never this pipe
+    try:
+        isolation.enter_namespaces()
+        namespaces = ""
+    except OSError as exc:
+        namespaces = f"no PID and network namespaces here ({exc.strerror or exc})"
     switch = {} if policy.uid is None else {"user": policy.uid, "group": policy.gid, "extra_groups": list(policy.groups)}
-    try:  # in_fd/out_fd are inheritable; close_fds=False keeps the /proc/self pin apply() opens
-        child = subprocess.Popen([sys.executable, "-m", module, str(in_fd), str(out_fd)], close_fds=False,
-                                 env=dict(os.environ), preexec_fn=lambda: _confine(policy), **switch)
+    try:  # close_fds=False keeps the /proc/self pin apply() opens; pass_fds keeps the channels
+        child = subprocess.Popen(command, close_fds=False, env=dict(os.environ), preexec_fn=lambda: _confine(policy),
+                                 **switch)
     except (subprocess.SubprocessError, OSError) as exc:
-        print(f"sandbox launcher: cannot start {module}: {exc}", file=sys.stderr)
+        print(f"sandbox launcher: cannot start {command[:1]}: {exc}", file=sys.stderr)
+        os.write(status_fd, (json.dumps({"pid": 0, "error": str(exc)}) + "\n").encode())
         return ISOLATION_FAILED
-    os.close(in_fd)
-    os.close(out_fd)
+    os.write(status_fd, (json.dumps({"pid": child.pid, "namespaces": namespaces}) + "\n").encode())
+    for fd in (status_fd, *keep):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     code = child.wait()

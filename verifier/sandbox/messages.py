@@ -1,35 +1,131 @@
-"""The typed messages between the trusted parent and its sandbox processes, parsed once.
+"""The typed messages between the monitor and its sandbox processes, parsed once and strictly.
 
-Every frame on a sandbox pipe (verifier.sandbox.channel) carries one of these. A sender builds a
-message object and calls :func:`send`; the receiver's :func:`receive` checks framing and nonce
-(channel) and turns the frame into exactly one typed object here, validating every field, so no
-code past this module reads a raw header. A frame that does not parse is a :class:`ChannelError`
-(a forged or corrupted result: the session treats it as a runtime integrity violation).
+Every frame (verifier.sandbox.channel) carries one of these. :func:`send` encodes a message object;
+:func:`receive` turns a frame into exactly one typed object, checking every field's type, so no code
+past this module reads a raw header. A frame that does not parse is a :class:`ChannelError`: from a
+runner it is the candidate's process misbehaving, and the gate of the phase fails with that reason.
+A message carries data, never a finding, a verdict or a path the monitor would act on.
 
-Parent -> child at start: ChildConfig (ReferenceConfig for the reference worker), read without a
-nonce check since it carries the nonce. Child -> parent: CompileReport, LoadReport, TrialBatch
-(correctness), Timing (latency, with the post-timing trials and the audited timed calls),
-IntegrityViolation, CandidateError. Reference worker -> parent: ReferenceOutputs per trial,
-ReferenceWorkload, then ReferenceDone. Parent -> child: Go (start timing); a child the parent
-no longer needs is killed, not asked to stop.
+Monitor <-> runner: Boot (monitor, first), Ready; Start (+ the arena's descriptor); BuildRequest,
+BuildReply (a loader call at import: the actual sources and flags); Imported or LoadFailed; Init
+(``get_init_inputs()`` values), Constructed or LoadFailed; then Call, answered by Done or
+CallFailed, as often as the monitor likes; Stop.
+Monitor <-> reference worker: RefStart; RefInit; RefTrial per trial of the plan; RefWorkload;
+RefDone; then Attach (+ descriptor), Draw/Drawn (a trial's or a timed pair's inputs, into the arena)
+and Call/Done (the reference's own timed calls).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
-from typing import Any, Callable, ClassVar
+from dataclasses import MISSING, asdict, dataclass, fields
+from typing import Any, ClassVar
 
 import numpy as np
 
-from verifier.sandbox.channel import ChannelError, Message, read_message, write_message
+from verifier.sandbox.channel import Channel, ChannelError, Frame
+
+
+# ---- runner --------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Boot:
+    KIND: ClassVar[str] = "boot"
+    backend: str
+    threads: int
+    observer: str  # path of the native observer library ("": the Python fallback)
+    device: str
 
 
 @dataclass(frozen=True)
-class TrialSpec:
-    """What the child and the reference worker both need to make the same trials (bit for bit)."""
+class Ready:
+    KIND: ClassVar[str] = "ready"
+    seccomp: bool
+    seccomp_off: str  # why not, when not
+    threads: int  # OS threads of the runner before candidate code (the baseline)
+    observer: str  # "native" | "python"
 
+
+@dataclass(frozen=True)
+class Start:
+    KIND: ClassVar[str] = "start"
+    candidate: str
+    dtype: str
+    init_seed: int
+    load_artifacts: bool  # False: builds are compiled and checked, never loaded here (no device)
+    construct: bool  # False: stop after the import (the gates after compile cannot run here)
+    context: dict  # Backend.compile_context(task) (JSON strings), for Backend.configure
+
+
+@dataclass(frozen=True)
+class BuildRequest:
+    KIND: ClassVar[str] = "build"
+    loader: str
+    args: dict
+
+
+@dataclass(frozen=True)
+class BuildReply:
+    KIND: ClassVar[str] = "built"
+    ok: bool
+    path: str = ""  # where the checked library lies (a directory only the monitor writes)
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Imported:
+    KIND: ClassVar[str] = "imported"
+    builds: int
+
+
+@dataclass(frozen=True)
+class LoadFailed:
+    KIND: ClassVar[str] = "load-failed"
+    phase: str  # "import" | "construct"
+    error: str
+
+
+@dataclass(frozen=True)
+class Init:
+    KIND: ClassVar[str] = "init"
+    values: list  # verifier.sandbox.values spec; tensors in ``arrays``
+    arrays: tuple = ()
+
+
+@dataclass(frozen=True)
+class Constructed:
+    KIND: ClassVar[str] = "constructed"
+
+
+@dataclass(frozen=True)
+class Call:
+    KIND: ClassVar[str] = "call"
+    inputs: list  # arena spec (verifier.sandbox.values.layout_spec)
+    out_start: int  # where outputs go in the arena
+
+
+@dataclass(frozen=True)
+class Done:
+    KIND: ClassVar[str] = "done"
+    outputs: list  # arena spec
+    native_calls: int = 0
+
+
+@dataclass(frozen=True)
+class CallFailed:
+    KIND: ClassVar[str] = "call-failed"
+    error: str
+
+
+@dataclass(frozen=True)
+class Stop:
+    KIND: ClassVar[str] = "stop"
+
+
+# ---- reference worker ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RefStart:
+    KIND: ClassVar[str] = "ref-start"
     task_source: str
-    dtype: str  # the task's dtype: models, parameters and float inputs are built in it
+    dtype: str
     init_seed: int
     input_seed: int
     correctness_trials: int
@@ -37,295 +133,126 @@ class TrialSpec:
 
 
 @dataclass(frozen=True)
-class ReferenceConfig:
-    KIND: ClassVar[str] = "reference-config"
-    nonce: str
-    workdir: str
-    trials: TrialSpec
+class RefInit:
+    KIND: ClassVar[str] = "ref-init"
+    values: list
+    arrays: tuple = ()
 
 
 @dataclass(frozen=True)
-class ChildConfig:
-    KIND: ClassVar[str] = "child-config"
-    nonce: str
-    workdir: str
-    trials: TrialSpec
-    candidate_source: str
-    backend: str
-    gates: tuple[str, ...]  # the gates the parent's plan runs here
-    backend_context: tuple[tuple[str, str], ...]  # Backend.compile_context(task), for Backend.configure
-    cache_dir: str
-    atol: float
-    rtol: float
-    compile_timeout_s: float
-    timeout_s: float
-    latency_rounds: int
-    calls_per_round: int
-    warmup_calls: int
-    memory_limit_mb: int
-    file_size_limit_mb: int
-    disabled_checks: tuple[str, ...] = ()  # static checks the user turned off (the build-policy checks too)
+class RefTrial:
+    """One trial of the plan: its inputs, the reference outputs, the trivial predictors' errors and
+    the float64 corrections (verifier.gates.fp64_check)."""
 
-
-@dataclass(frozen=True)
-class CompileReport:
-    KIND: ClassVar[str] = "compile"
-    ok: bool
-    diagnostics: str
-    seconds: float
-    cached: bool = False
-    compiled: bool = True  # False: no compiler ran here (the gate plan marks compile unavailable)
-    note: str = ""  # what a passing compile reached or used (triton-ascend: HIVM; cuda: which headers)
-    artifacts: tuple[tuple[str, str], ...] = ()  # (path in the build dir, sha256): for the compile cache
-    policy: tuple[str, ...] = ()  # build-policy findings (verifier.gates.hack_build): a hack failure
-
-
-@dataclass(frozen=True)
-class LoadReport:
-    """The candidate module imported and ModelNew constructed (or not, with the error)."""
-
-    KIND: ClassVar[str] = "load"
-    ok: bool
-    seconds: float = 0.0
-    error: str = ""
-    seccomp: bool = False
-    seccomp_off_reason: str = ""
-
-
-@dataclass(frozen=True)
-class TrialOutputs:
-    """The candidate's outputs for one trial (arrays on the CPU, in output order)."""
-
+    KIND: ClassVar[str] = "ref-trial"
     index: int
-    kind: str  # "check" | "perturb" | "post" | "audit"
+    kind: str
     distribution: str
-    dtypes: tuple[str, ...]
-    arrays: tuple[np.ndarray, ...]
+    input_bytes: int  # arena bytes the trial's inputs take (verifier.sandbox.values.layout_spec)
+    output_dtypes: tuple
+    trivial: tuple  # per output: {predictor: error}
+    fp64_work: float = 1.0
+    fp64_note: str = ""
+    fp64_count: int = 0
+    arrays: tuple = ()  # the outputs, then the fp64 corrections
 
 
 @dataclass(frozen=True)
-class TrialBatch:
-    KIND: ClassVar[str] = "correctness"
-    trials: tuple[TrialOutputs, ...]
-    note: str = ""  # the backend's runtime note (Backend.runtime_note), shown with the correctness gate
-
-
-@dataclass(frozen=True)
-class Timing:
-    """Per-round medians of interleaved calls, the trials recomputed after the timed loop and the
-    outputs of the audited timed calls (verifier.sandbox.audit)."""
-
-    KIND: ClassVar[str] = "latency"
-    candidate_ms: tuple[float, ...]
-    reference_ms: tuple[float, ...]
-    post: tuple[TrialOutputs, ...]
-    audit: tuple[TrialOutputs, ...] = ()
-
-
-@dataclass(frozen=True)
-class IntegrityViolation:
-    KIND: ClassVar[str] = "integrity"
-    reason: str
-
-
-@dataclass(frozen=True)
-class CandidateError:
-    """The candidate raised (forward or constructor); ``error`` holds its own frames."""
-
-    KIND: ClassVar[str] = "error"
-    phase: str
-    error: str
-
-
-@dataclass(frozen=True)
-class Fp64Reference:
-    """The float64 run of the reference for one trial (verifier.gates.fp64_check).
-
-    ``corrections[k]`` is ``r64 - r`` for output k as float32 (empty where output k is not a float);
-    no corrections at all when the float64 model could not run, with the reason in ``note``."""
-
-    corrections: tuple[np.ndarray, ...] = ()
-    work: float = 1.0  # input and parameter elements per output element
-    note: str = ""
-
-
-@dataclass(frozen=True)
-class ReferenceOutputs:
-    KIND: ClassVar[str] = "reference"
-    index: int
-    dtypes: tuple[str, ...]
-    arrays: tuple[np.ndarray, ...]
-    trivial: tuple[dict[str, float], ...]  # per output: errors of trivial predictors (zeros, mean, copy)
-    fp64: Fp64Reference = Fp64Reference()
-
-
-@dataclass(frozen=True)
-class ReferenceWorkload:
-    """What one call of the task must do (verifier.sandbox.workload), for the roofline position."""
-
-    KIND: ClassVar[str] = "workload"
+class RefWorkload:
+    KIND: ClassVar[str] = "ref-workload"
     bytes_moved: int
     flops: int
 
 
 @dataclass(frozen=True)
-class ReferenceDone:
-    KIND: ClassVar[str] = "done"
+class RefDone:
+    KIND: ClassVar[str] = "ref-done"
 
 
 @dataclass(frozen=True)
-class Go:
-    KIND: ClassVar[str] = "go"
+class Attach:
+    """The arena's descriptor rides on this frame."""
+
+    KIND: ClassVar[str] = "attach"
+    size: int
 
 
-def send(fd: int, nonce: str, message: Any) -> None:
-    """Encode ``message`` and write it as one nonce-tagged frame."""
-    header, arrays = _ENCODERS.get(type(message), _plain)(message)
-    write_message(fd, {**header, "kind": message.KIND, "nonce": nonce}, arrays)
+@dataclass(frozen=True)
+class Draw:
+    """Put inputs into the arena from ``start``: trial ``index`` of the plan (``timing`` False) or the
+    fresh inputs of timed call pair ``index``."""
+
+    KIND: ClassVar[str] = "draw"
+    index: int
+    timing: bool
+    start: int
 
 
-def receive(fd: int, deadline: float, nonce: str | None) -> Any:
-    """Read one frame and parse it into its message type (ChannelError if it does not parse).
+@dataclass(frozen=True)
+class Drawn:
+    KIND: ClassVar[str] = "drawn"
+    inputs: list  # arena spec
 
-    ``nonce=None`` only for the configuration a sandbox process reads first (it brings the nonce)."""
-    return parse(read_message(fd, deadline, nonce))
+
+MESSAGES = {cls.KIND: cls for cls in (Boot, Ready, Start, BuildRequest, BuildReply, Imported, LoadFailed, Init,
+                                      Constructed, Call, Done, CallFailed, Stop, RefStart, RefInit, RefTrial,
+                                      RefWorkload, RefDone, Attach, Draw, Drawn)}
+_TYPES = {"str": str, "int": int, "float": (int, float), "bool": bool, "dict": dict, "list": list, "tuple": (list, tuple)}
 
 
-def parse(frame: Message) -> Any:
-    decoder = _DECODERS.get(frame.kind)
-    if decoder is None:
-        raise ChannelError(f"unexpected message kind {frame.kind!r}")
+def send(channel: Channel, message: Any, fds: tuple[int, ...] = ()) -> None:
+    header = {k: v for k, v in asdict(message).items() if k != "arrays"}
+    arrays = list(getattr(message, "arrays", ()))
+    channel.send({**header, "kind": message.KIND}, arrays, fds)
+
+
+def receive(channel: Channel, deadline: float, max_bytes: int, expect: tuple[type, ...] = (),
+            keep_fds: bool = False) -> tuple[Any, list[int]]:
+    """(the next message, the descriptors that came with it). ChannelError if it does not parse or is
+    not one of ``expect`` (when given)."""
+    frame = channel.receive(deadline, max_bytes, keep_fds)
     try:
-        return decoder(frame.header, list(frame.arrays))
-    except (KeyError, TypeError, ValueError, IndexError) as exc:
-        raise ChannelError(f"malformed {frame.kind} message ({type(exc).__name__})") from None
+        message = parse(frame)
+        if expect and not isinstance(message, expect):
+            raise ChannelError(f"unexpected {message.KIND} message")
+    except BaseException:
+        for fd in frame.fds:
+            _close(fd)
+        raise
+    return message, frame.fds
 
 
-# ---- encoding --------------------------------------------------------------------------------
-def _plain(message: Any) -> tuple[dict, list]:
-    return asdict(message), []
+def parse(frame: Frame) -> Any:
+    cls = MESSAGES.get(frame.kind)
+    if cls is None:
+        raise ChannelError(f"unexpected message kind {frame.kind!r}"[:120])
+    values = {}
+    for f in fields(cls):
+        if f.name == "arrays":
+            values["arrays"] = tuple(frame.arrays)
+            continue
+        if f.name not in frame.header:
+            if f.default is not MISSING or f.default_factory is not MISSING:
+                continue
+            raise ChannelError(f"malformed {frame.kind} message (no {f.name})")
+        value = frame.header[f.name]
+        wanted = _TYPES[f.type if isinstance(f.type, str) else f.type.__name__]
+        if not isinstance(value, wanted) or (f.type in ("int", "float") and isinstance(value, bool)):
+            raise ChannelError(f"malformed {frame.kind} message ({f.name})")
+        values[f.name] = tuple(value) if f.type == "tuple" else float(value) if f.type == "float" else value
+    if frame.arrays and not any(f.name == "arrays" for f in fields(cls)):
+        raise ChannelError(f"malformed {frame.kind} message (unexpected arrays)")
+    return cls(**values)
 
 
-def _trial_meta(trial: TrialOutputs) -> dict:
-    return {"index": trial.index, "kind": trial.kind, "distribution": trial.distribution,
-            "dtypes": list(trial.dtypes), "count": len(trial.arrays)}
+def _close(fd: int) -> None:
+    import os
+
+    try:
+        os.close(fd)
+    except OSError:
+        pass
 
 
-def _encode_trials(trials: tuple[TrialOutputs, ...]) -> tuple[list[dict], list[np.ndarray]]:
-    return [_trial_meta(t) for t in trials], [a for t in trials for a in t.arrays]
-
-
-def _encode_batch(message: TrialBatch) -> tuple[dict, list]:
-    metas, arrays = _encode_trials(message.trials)
-    return {"trials": metas, "note": message.note}, arrays
-
-
-def _encode_timing(message: Timing) -> tuple[dict, list]:
-    metas, arrays = _encode_trials(message.post)
-    audit_metas, audit_arrays = _encode_trials(message.audit)
-    return {"candidate_ms": list(message.candidate_ms), "reference_ms": list(message.reference_ms),
-            "post": metas, "audit": audit_metas}, arrays + audit_arrays
-
-
-def _encode_reference(message: ReferenceOutputs) -> tuple[dict, list]:
-    fp64 = message.fp64
-    return ({"index": message.index, "dtypes": list(message.dtypes), "trivial": [dict(t) for t in message.trivial],
-             "fp64": {"count": len(fp64.corrections), "work": fp64.work, "note": fp64.note}},
-            list(message.arrays) + list(fp64.corrections))
-
-
-_ENCODERS: dict[type, Callable[[Any], tuple[dict, list]]] = {
-    TrialBatch: _encode_batch, Timing: _encode_timing, ReferenceOutputs: _encode_reference,
-}
-
-
-# ---- decoding (strict: every field typed, array counts must add up) --------------------------
-def _text(value: object) -> str:
-    if not isinstance(value, str):
-        raise TypeError("expected a string")
-    return value
-
-
-def _decode_trials(metas: list, arrays: list[np.ndarray]) -> tuple[tuple[TrialOutputs, ...], list[np.ndarray]]:
-    trials = []
-    for meta in metas:
-        count = int(meta["count"])
-        if count < 0 or count > len(arrays):
-            raise ValueError("array count")
-        taken, arrays = arrays[:count], arrays[count:]
-        dtypes = tuple(_text(d) for d in meta["dtypes"])
-        if len(dtypes) != count:
-            raise ValueError("dtype count")
-        trials.append(TrialOutputs(int(meta["index"]), _text(meta["kind"]), _text(meta["distribution"]),
-                                   dtypes, tuple(taken)))
-    return tuple(trials), arrays
-
-
-def _decode_batch(header: dict, arrays: list) -> TrialBatch:
-    trials, rest = _decode_trials(header["trials"], arrays)
-    if rest:
-        raise ValueError("unclaimed arrays")
-    return TrialBatch(trials, _text(header["note"]))
-
-
-def _decode_timing(header: dict, arrays: list) -> Timing:
-    post, rest = _decode_trials(header["post"], arrays)
-    audit, rest = _decode_trials(header["audit"], rest)
-    if rest:
-        raise ValueError("unclaimed arrays")
-    return Timing(tuple(float(x) for x in header["candidate_ms"]), tuple(float(x) for x in header["reference_ms"]),
-                  post, audit)
-
-
-def _decode_reference(header: dict, arrays: list) -> ReferenceOutputs:
-    dtypes = tuple(_text(d) for d in header["dtypes"])
-    trivial = tuple({_text(k): float(v) for k, v in dict(t).items()} for t in header["trivial"])
-    fp64 = dict(header["fp64"])
-    count = int(fp64["count"])
-    if count not in (0, len(dtypes)) or len(dtypes) + count != len(arrays):
-        raise ValueError("array count")
-    outputs, corrections = arrays[:len(dtypes)], arrays[len(dtypes):]
-    return ReferenceOutputs(int(header["index"]), dtypes, tuple(outputs), trivial,
-                            Fp64Reference(tuple(corrections), float(fp64["work"]), _text(fp64["note"])))
-
-
-def _fields_of(cls: type, header: dict) -> dict:
-    names = {f.name for f in fields(cls)}
-    missing = names - set(header)
-    if missing:
-        raise KeyError(sorted(missing)[0])
-    return {name: header[name] for name in names}
-
-
-def _decode_config(cls: type) -> Callable[[dict, list], Any]:
-    def decode(header: dict, _arrays: list) -> Any:
-        values = _fields_of(cls, header)
-        values["trials"] = TrialSpec(**_fields_of(TrialSpec, dict(values["trials"])))
-        if "gates" in values:
-            values["gates"] = tuple(_text(g) for g in values["gates"])
-        if "disabled_checks" in values:
-            values["disabled_checks"] = tuple(_text(c) for c in values["disabled_checks"])
-        if "backend_context" in values:
-            values["backend_context"] = tuple((_text(k), _text(v)) for k, v in values["backend_context"])
-        return cls(**values)
-    return decode
-
-
-_DECODERS: dict[str, Callable[[dict, list], Any]] = {
-    ChildConfig.KIND: _decode_config(ChildConfig),
-    ReferenceConfig.KIND: _decode_config(ReferenceConfig),
-    CompileReport.KIND: lambda h, _a: CompileReport(bool(h["ok"]), _text(h["diagnostics"]), float(h["seconds"]),
-                                                    bool(h["cached"]), bool(h["compiled"]), _text(h["note"]),
-                                                    tuple((_text(p), _text(d)) for p, d in h["artifacts"]),
-                                                    tuple(_text(line) for line in h["policy"])),
-    LoadReport.KIND: lambda h, _a: LoadReport(bool(h["ok"]), float(h["seconds"]), _text(h["error"]),
-                                              bool(h["seccomp"]), _text(h["seccomp_off_reason"])),
-    TrialBatch.KIND: _decode_batch,
-    Timing.KIND: _decode_timing,
-    IntegrityViolation.KIND: lambda h, _a: IntegrityViolation(_text(h["reason"])),
-    CandidateError.KIND: lambda h, _a: CandidateError(_text(h["phase"]), _text(h["error"])),
-    ReferenceOutputs.KIND: _decode_reference,
-    ReferenceWorkload.KIND: lambda h, _a: ReferenceWorkload(int(h["bytes_moved"]), int(h["flops"])),
-    ReferenceDone.KIND: lambda _h, _a: ReferenceDone(),
-    Go.KIND: lambda _h, _a: Go(),
-}
+def arrays_of(*groups: list[np.ndarray]) -> tuple:
+    return tuple(a for group in groups for a in group)

@@ -1,18 +1,21 @@
-"""The trusted reference worker: a separate process that never imports candidate code.
+"""The reference worker: the task's reference, in a confined process that never sees candidate code.
 
-Run as ``python -m verifier.sandbox.reference_worker IN_FD OUT_FD``. Builds ``Model`` from the task source
-with the verification's init seed, computes the outputs of every trial of the plan (same inputs
-as the sandbox child, from the same secret seed), the errors of trivial predictors (zeros,
-the output mean, an input copy) used by the scale-aware correctness check, and the float64
-corrections of the precision check (verifier.sandbox.fp64_reference) for the correctness trials
-(not for the perturbation probe, a near copy of trial 0, nor the post-timing and audit trials,
-which only the task-dtype outputs are compared with); then the task's workload (bytes and FLOPs
-of one call, verifier.sandbox.workload) for the roofline position.
+``python -m verifier.sandbox.reference_worker CHANNEL_FD THREADS``. Boot (trusted start-up, then the
+seccomp filter), then RefStart brings the task and the verification's secret seeds:
 
-References are always computed on the CPU, whatever the candidate's backend: the worker never
-imports candidate or backend code, and the sandbox child copies a GPU candidate's outputs to the
-CPU for the comparison (inputs are made on the CPU from the same seed, so both sides agree bit
-for bit before the child places them on the device).
+1. ``get_init_inputs()`` under the init seed (RefInit: the monitor hands these values to the runner,
+   which builds ModelNew from the same seed, so parameters agree bit for bit);
+2. for every trial of the plan (verifier.sandbox.inputs): the reference outputs, the errors of trivial
+   predictors (zeros, the output mean, an input copy) for the scale-aware check, and, for the
+   correctness trials, the float64 corrections (verifier.sandbox.fp64_reference) (RefTrial);
+3. the task's workload for the roofline (RefWorkload); RefDone.
+
+Then, with the arena the monitor attaches: Draw writes a trial's inputs, or a timed pair's fresh
+inputs, into the arena (the monitor copies them into the runner's arena itself), and Call runs the
+reference on the arena's inputs (the reference side of the paired timing, timed by the monitor).
+The inputs are made from the seed again for each Draw, so no copy of them stays anywhere.
+
+References are computed on the CPU, in the task's dtype and in float64.
 """
 
 from __future__ import annotations
@@ -24,12 +27,18 @@ import time
 import numpy as np
 
 from verifier.sandbox import messages as msg
+from verifier.sandbox.arena import Arena
+from verifier.sandbox.channel import Channel
+from verifier.seeds import derive_seed
+
+CHECKED_IN_FLOAT64 = ("check",)  # trial kinds the float64 check reads (the perturbation probe repeats trial 0)
+MAX_IN = 64 << 20
+FOREVER = 7 * 24 * 3600.0
 
 
 def trivial_errors(ref: np.ndarray, inputs: list) -> dict[str, float]:
     r = ref.astype(np.float64)
-    finite = np.isfinite(r)
-    if not finite.all():
+    if not np.isfinite(r).all():
         return {}
     errors = {"zeros": float(np.linalg.norm(r)), "mean": float(np.linalg.norm(r - r.mean()))}
     for x in inputs:
@@ -39,59 +48,132 @@ def trivial_errors(ref: np.ndarray, inputs: list) -> dict[str, float]:
     return errors
 
 
-CHECKED_IN_FLOAT64 = ("check",)  # trial kinds the float64 check reads (the perturbation probe repeats trial 0)
+class Worker:
+    def __init__(self, channel: Channel) -> None:
+        self.channel = channel
+        self.arena: Arena | None = None
 
+    def receive(self, *expect: type):
+        return msg.receive(self.channel, time.monotonic() + FOREVER, MAX_IN, expect, keep_fds=True)
 
-def _workload(model, inputs: list, workdir: str) -> msg.ReferenceWorkload | None:
-    """The task's workload; None when counting fails (the verdict then has no roofline position,
-    which must never cost the correctness check its reference outputs)."""
-    # torch.utils.flop_counter imports torch._dynamo, whose import asks for an inductor cache dir (a new
-    # temp dir unless one is named): name this worker's existing directory, since it may write nowhere
-    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", workdir)
-    from verifier.sandbox.workload import count_workload
+    def send(self, message) -> None:
+        msg.send(self.channel, message)
 
-    try:
-        work = count_workload(model, inputs)
-    except Exception as exc:  # an op the dispatch counters cannot follow
-        print(f"workload not counted: {type(exc).__name__}: {exc}", file=sys.stderr)
-        return None
-    return msg.ReferenceWorkload(work.bytes_moved, work.flops)
+    def start(self) -> None:
+        cfg, _ = self.receive(msg.RefStart)
+        from verifier.sandbox import inputs as inp
+        from verifier.sandbox.fp64_reference import Fp64Model
+        from verifier.sandbox.torch_values import encode_torch
 
+        self.cfg, self.inp = cfg, inp
+        self.problem = inp.load_problem(cfg.task_source, cfg.dtype)
+        init = inp.init_values(self.problem, cfg.init_seed)
+        arrays: list = []
+        self.send(msg.RefInit(encode_torch(init, arrays), tuple(arrays)))
+        (self.model,) = inp.build_models(self.problem, [self.problem.Model], cfg.init_seed)
+        self.plan = inp.plan(cfg.correctness_trials)
+        wide = Fp64Model(self.model)
+        for trial in self.plan:
+            self.send(self.trial(trial, wide))
+        workload = self.workload()
+        if workload is not None:
+            self.send(workload)
+        self.send(msg.RefDone())
 
-def main(argv: list[str]) -> int:
-    in_fd, out_fd = int(argv[1]), int(argv[2])
-    cfg = msg.receive(in_fd, time.monotonic() + 120, None)
-    if not isinstance(cfg, msg.ReferenceConfig):
-        raise SystemExit(f"expected a reference configuration, got {cfg.KIND}")
-    spec = cfg.trials
-    import torch
+    def trial(self, trial, wide) -> msg.RefTrial:
+        import torch
 
-    torch.set_num_threads(spec.threads)
-    from verifier.sandbox import inputs as inp
+        from verifier.sandbox import values as wire
 
-    from verifier.sandbox.fp64_reference import Fp64Model
-
-    problem = inp.load_problem(spec.task_source, spec.dtype)
-    (model,) = inp.build_models(problem, [problem.Model], spec.init_seed)
-    wide = Fp64Model(model)
-    for trial in inp.plan(spec.correctness_trials):
-        inputs = inp.inputs_for(problem, spec.input_seed, trial)
-        numpy_inputs = [inp.to_numpy(x) if isinstance(x, torch.Tensor) else x for x in inputs]
+        inputs = self.inp.inputs_for(self.problem, self.cfg.input_seed, trial)
         rng_before = torch.random.get_rng_state()
         with torch.no_grad():
-            result = model(*inputs)
+            result = self.model(*inputs)
         outputs = list(result) if isinstance(result, (tuple, list)) else [result]
         if not torch.equal(rng_before, torch.random.get_rng_state()):
             wide.disable("the reference draws random numbers in forward")
-        arrays = [inp.to_numpy(o) for o in outputs]
-        fp64 = wide.reference(inputs, outputs) if trial.kind in CHECKED_IN_FLOAT64 else msg.Fp64Reference()
-        msg.send(out_fd, cfg.nonce, msg.ReferenceOutputs(
-            trial.index, tuple(str(o.dtype).removeprefix("torch.") for o in outputs), tuple(arrays),
-            tuple(trivial_errors(a, numpy_inputs) for a in arrays), fp64))
-    workload = _workload(model, inp.inputs_for(problem, spec.input_seed, inp.plan(1)[0]), cfg.workdir)
-    if workload is not None:
-        msg.send(out_fd, cfg.nonce, workload)
-    msg.send(out_fd, cfg.nonce, msg.ReferenceDone())
+        arrays = [self.inp.to_numpy(o) for o in outputs]
+        numpy_inputs = [self.inp.to_numpy(x) if isinstance(x, torch.Tensor) else x for x in inputs]
+        fp64 = wide.reference(inputs, outputs) if trial.kind in CHECKED_IN_FLOAT64 else msg_fp64_empty()
+        return msg.RefTrial(trial.index, trial.kind, trial.distribution, wire.storage_bytes(_shaped(inputs)),
+                            tuple(str(o.dtype).removeprefix("torch.") for o in outputs),
+                            tuple(trivial_errors(a, numpy_inputs) for a in arrays), fp64.work, fp64.note,
+                            len(fp64.corrections), tuple(arrays) + tuple(fp64.corrections))
+
+    def workload(self) -> msg.RefWorkload | None:
+        """The task's workload; None when counting fails (the verdict then has no roofline position)."""
+        from verifier.sandbox.workload import count_workload
+
+        try:
+            work = count_workload(self.model, self.inp.inputs_for(self.problem, self.cfg.input_seed, self.plan[0]))
+        except Exception as exc:  # an op the dispatch counters cannot follow
+            print(f"workload not counted: {type(exc).__name__}: {exc}", file=sys.stderr)
+            return None
+        return msg.RefWorkload(work.bytes_moved, work.flops)
+
+    # ---- the timing service ------------------------------------------------------------------------
+    def serve(self) -> None:
+        import torch
+
+        from verifier.sandbox import values as wire
+        from verifier.sandbox.torch_values import _view as view
+        from verifier.sandbox.torch_values import arena_values, write_outputs
+
+        while True:
+            request, fds = self.receive(msg.Attach, msg.Draw, msg.Call, msg.Stop)
+            if isinstance(request, msg.Stop):
+                return
+            if isinstance(request, msg.Attach):
+                self.arena = Arena.attach(fds[0])
+            elif isinstance(request, msg.Draw):
+                spec, placed, _ = wire.layout_spec(_shaped(self.draw(request)), request.start)
+                base = torch.frombuffer(self.arena.map, dtype=torch.uint8)
+                for layout, value in placed:
+                    view(base, layout).copy_(value.payload)
+                self.send(msg.Drawn(spec))
+            else:
+                with torch.no_grad():
+                    result = self.model(*arena_values(request.inputs, self.arena))
+                outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+                self.send(msg.Done(write_outputs(outputs, self.arena, request.out_start)))
+
+    def draw(self, request: msg.Draw) -> list:
+        if not request.timing:
+            return self.inp.inputs_for(self.problem, self.cfg.input_seed, self.plan[request.index])
+        trial = self.inp.Trial(request.index, "check", "normal")
+        return self.inp.make_inputs(self.problem, derive_seed(self.cfg.input_seed, "timing"), trial)
+
+
+def msg_fp64_empty():
+    from verifier.sandbox.fp64_reference import Fp64Reference
+
+    return Fp64Reference()
+
+
+def _shaped(values: list) -> list:
+    """Tensors as the arena's planner sees them (nested lists and tuples of tensors are passed as is)."""
+    import torch
+
+    from verifier.sandbox.torch_values import dtype_name
+    from verifier.sandbox.values import Shaped
+
+    return [Shaped(tuple(x.shape), dtype_name(x.dtype), x) if isinstance(x, torch.Tensor) else x for x in values]
+
+
+def main(argv: list[str]) -> int:
+    import torch
+
+    torch.set_num_threads(int(argv[2]))
+    torch.set_num_interop_threads(1)
+    from verifier.sandbox import fp64_reference, inputs, seccomp, torch_values, values, workload  # noqa: F401
+
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.getcwd())
+    on = seccomp.install(seccomp.RUNNER)
+    worker = Worker(Channel.from_fd(int(argv[1])))
+    worker.send(msg.Ready(on, "" if on else "no seccomp filter on this platform", len(os.listdir("/proc/self/task")),
+                          "none"))
+    worker.start()
+    worker.serve()
     return 0
 
 

@@ -1,19 +1,32 @@
-"""A seccomp-BPF filter installed in the sandbox child after compilation, before candidate code runs.
+"""seccomp-BPF filters of the sandbox roles, one profile each (x86_64).
 
-Root ignores RLIMIT_NPROC, so process limits alone cannot bound a fork bomb or stop a candidate
-from signalling the caller. The filter kills the child (SIGSYS) on: process creation (fork, vfork,
-clone without CLONE_THREAD), exec, signals to any other process (kill/tgkill with a foreign pid,
-tkill, pidfd_send_signal), ptrace and cross-process memory access, and raising resource limits.
-``socket`` fails with EACCES (no network). Changing the metadata of files (chmod, chown, utime,
-extended attributes) fails with EPERM: Landlock does not govern those, and uid 0 without
-capabilities still owns root's files (it could chmod the lake to 000). Threads (clone with CLONE_THREAD) stay allowed: the
-OpenMP pool needs them. clone3 answers ENOSYS so glibc falls back to clone, which BPF can inspect.
+Every sandbox process gets a filter before any code it does not own runs: the **runner** (imports the
+candidate and calls ``forward``) installs :data:`RUNNER` itself, after its own start-up and before the
+candidate's first instruction; the **reference worker** installs :data:`RUNNER` too (it runs only the
+task's trusted problem file, but nothing there needs more); the **builder** (compilers only) gets
+:data:`BUILDER` from the launcher before ``exec``, so the compilers and everything they start run
+filtered. Filters are installed on every thread at once (``SECCOMP_FILTER_FLAG_TSYNC``): threads that
+torch or numpy started earlier would otherwise run unfiltered.
 
-The filter is installed on every thread of the process at once (``SECCOMP_FILTER_FLAG_TSYNC``):
-threads started before it (numpy's OpenBLAS pool, torch's) would otherwise run unfiltered, and
-native code can get work onto them.
+Denied in every profile (the process is killed with SIGSYS, so the verdict names it):
+  ptrace and cross-process memory (process_vm_*), pidfd_getfd/pidfd_open, kcmp, bpf, userfaultfd,
+  keyctl/add_key/request_key, namespaces and mounts (unshare, setns, mount, umount2, pivot_root,
+  chroot, the new mount API), kernel modules, kexec, clocks, reboot, swap, quotas, host names,
+  fanotify, file handles (name_to_handle_at, open_by_handle_at).
+Answered with an error instead (libraries probe these and fall back):
+  io_uring_setup/enter/register -> ENOSYS (io_uring ops would bypass this filter: a socket, an
+  xattr or an open are all io_uring operations); socket/socketpair -> EACCES (no network at all; the
+  runner's network namespace has no address either); perf_event_open -> EACCES; file metadata
+  (chmod, chown, utime(s), utimensat, *xattr*, file_setattr) -> EPERM, because Landlock does not
+  govern metadata and a process that keeps uid 0 without capabilities still owns root's files.
+Runner only (no process may come from candidate code): fork, vfork, clone without CLONE_THREAD,
+  execve, execveat, setsid, setpgid, tkill, pidfd_send_signal, setting resource limits, and
+  kill/tgkill of any other process are killed; clone3 answers ENOSYS so glibc falls back to clone, whose flags BPF can read. Threads
+  (clone with CLONE_THREAD) stay: the OpenMP pool needs them.
+Builder: compilers fork and exec (cc1plus, as, ld, ptxas) and raise their soft stack limit (never
+  above the hard limits the launcher set); everything else above holds.
 
-x86_64 only; elsewhere :func:`install` returns False and the caller reports it.
+Elsewhere than x86_64 :func:`install` returns False and the caller reports it.
 """
 
 from __future__ import annotations
@@ -29,19 +42,38 @@ PR_SET_NO_NEW_PRIVS = 38
 SYS_SECCOMP, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC = 317, 1, 1
 RET_KILL_PROCESS, RET_ALLOW, RET_ERRNO = 0x80000000, 0x7FFF0000, 0x00050000
 CLONE_THREAD = 0x00010000
-# BPF opcodes
 LD_W_ABS, JEQ_K, JSET_K, JGE_K, RET_K = 0x20, 0x15, 0x45, 0x35, 0x06
+OFF_NR, OFF_ARCH = 0, 4
 
-# x86_64 syscall numbers
-NR = dict(setpgid=109, setsid=112, socket=41, clone=56, fork=57, vfork=58, execve=59, kill=62, ptrace=101, setrlimit=160,
-          tkill=200, tgkill=234, prlimit64=302, process_vm_readv=310, process_vm_writev=311,
-          execveat=322, pidfd_send_signal=424, clone3=435)
+# x86_64 system call numbers, by what the profiles do with them
+KILLED = dict(
+    ptrace=101, process_vm_readv=310, process_vm_writev=311, pidfd_getfd=438, pidfd_open=434, kcmp=312,
+    bpf=321, userfaultfd=323, keyctl=250, add_key=248, request_key=249, unshare=272, setns=308, mount=165,
+    umount2=166, pivot_root=155, chroot=161, open_tree=428, move_mount=429, fsopen=430, fsconfig=431,
+    fsmount=432, fspick=433, mount_setattr=442, init_module=175, finit_module=313, delete_module=176,
+    kexec_load=246, kexec_file_load=320, settimeofday=164, clock_settime=227, clock_adjtime=305, adjtimex=159,
+    reboot=169, swapon=167, swapoff=168, quotactl=179, quotactl_fd=443, sethostname=170, setdomainname=171,
+    fanotify_init=300, name_to_handle_at=303, open_by_handle_at=304, acct=163, iopl=172,
+    ioperm=173, lookup_dcookie=212, uselib=134, process_madvise=440, process_mrelease=448, mknod=133,
+    mknodat=259,
+)
+NOSYS = dict(io_uring_setup=425, io_uring_enter=426, io_uring_register=427)
+NETWORK = dict(socket=41, socketpair=53)
+PERF = dict(perf_event_open=298)
 METADATA = dict(chmod=90, fchmod=91, chown=92, fchown=93, lchown=94, utime=132, setxattr=188, lsetxattr=189,
                 fsetxattr=190, removexattr=197, lremovexattr=198, fremovexattr=199, utimes=235, fchownat=260,
-                futimesat=261, fchmodat=268, utimensat=280, fchmodat2=452)
-ALWAYS_KILL = ("fork", "vfork", "execve", "execveat", "ptrace", "setrlimit", "tkill", "setsid", "setpgid",
-               "process_vm_readv", "process_vm_writev", "pidfd_send_signal")
-OFF_NR, OFF_ARCH = 0, 4
+                futimesat=261, fchmodat=268, utimensat=280, fchmodat2=452, setxattrat=463, removexattrat=466,
+                file_setattr=469)
+RUNNER_KILLED = dict(fork=57, vfork=58, execve=59, execveat=322, setsid=112, setpgid=109, tkill=200,
+                     pidfd_send_signal=424, setrlimit=160)
+CLONE, CLONE3, KILL, TGKILL, PRLIMIT64 = 56, 435, 62, 234, 302
+
+RUNNER, BUILDER = "runner", "builder"
+PROFILES = (RUNNER, BUILDER)
+
+
+def supported() -> bool:
+    return platform.system() == "Linux" and platform.machine() == "x86_64"
 
 
 def _arg_lo(i: int) -> int:
@@ -52,19 +84,22 @@ def _arg_hi(i: int) -> int:
     return 20 + 8 * i
 
 
-def supported() -> bool:
-    return platform.system() == "Linux" and platform.machine() == "x86_64"
-
-
-def _program(own_pid: int) -> list[tuple[int, int, int, int]]:
-    """The filter as (code, jt, jf, k) tuples; jumps are resolved to labels below."""
+def program(profile: str, own_pid: int = 0) -> list[tuple[int, int, int, int]]:
+    """The filter of ``profile`` as (code, jt, jf, k); ``own_pid`` is the runner's pid (the only
+    process it may signal)."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown seccomp profile {profile!r}")
     prog: list = [("ld", OFF_ARCH), ("jne", AUDIT_ARCH_X86_64, "kill"), ("ld", OFF_NR),
                   ("jge", 0x40000000, "kill")]  # x32 ABI numbers alias the 64-bit ones
-    prog += [("jeq", NR[name], "kill") for name in ALWAYS_KILL]
-    prog += [("jeq", number, "eperm") for number in METADATA.values()]
-    prog += [("jeq", NR["clone3"], "enosys"), ("jeq", NR["socket"], "eacces"),
-             ("jeq", NR["clone"], "clone"), ("jeq", NR["kill"], "own_pid"),
-             ("jeq", NR["tgkill"], "own_pid"), ("jeq", NR["prlimit64"], "prlimit"), ("ret", RET_ALLOW)]
+    killed = dict(KILLED, **(RUNNER_KILLED if profile == RUNNER else {}))
+    prog += [("jeq", nr, "kill") for nr in killed.values()]
+    prog += [("jeq", nr, "enosys") for nr in NOSYS.values()]
+    prog += [("jeq", nr, "eacces") for nr in (*NETWORK.values(), *PERF.values())]
+    prog += [("jeq", nr, "eperm") for nr in METADATA.values()]
+    if profile == RUNNER:
+        prog += [("jeq", PRLIMIT64, "prlimit"), ("jeq", CLONE3, "enosys"), ("jeq", CLONE, "clone"), ("jeq", KILL, "own_pid"),
+                 ("jeq", TGKILL, "own_pid")]
+    prog += [("ret", RET_ALLOW)]
     prog += [("label", "clone"), ("ld", _arg_lo(0)), ("jset", CLONE_THREAD, "allow"), ("ret", RET_KILL_PROCESS)]
     prog += [("label", "own_pid"), ("ld", _arg_lo(0)), ("jne", own_pid, "kill"), ("ret", RET_ALLOW)]
     # prlimit64(pid, resource, new_limit, old_limit): reading is fine, setting is not
@@ -95,6 +130,8 @@ def _assemble(prog: list) -> list[tuple[int, int, int, int]]:
             out.append((RET_K, 0, 0, ins[1]))
         else:
             offset = labels[ins[2]] - index - 1
+            if offset > 255:
+                raise ValueError("seccomp program: jump too far")
             code = {"jeq": JEQ_K, "jne": JEQ_K, "jset": JSET_K, "jge": JGE_K}[op]
             jt, jf = (0, offset) if op == "jne" else (offset, 0)
             out.append((code, jt, jf, ins[1]))
@@ -102,11 +139,11 @@ def _assemble(prog: list) -> list[tuple[int, int, int, int]]:
     return out
 
 
-def install() -> bool:
-    """Install the filter in the calling process (irreversible). Returns False if unsupported."""
+def install(profile: str) -> bool:
+    """Install ``profile`` in the calling process, on every thread (irreversible). False if unsupported."""
     if not supported():
         return False
-    filt = _program(os.getpid())
+    filt = program(profile, os.getpid())
     raw = b"".join(struct.pack("<HBBI", code, jt, jf, k & 0xFFFFFFFF) for code, jt, jf, k in filt)
     buf = ctypes.create_string_buffer(raw, len(raw))
 

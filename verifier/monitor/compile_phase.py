@@ -1,0 +1,92 @@
+"""The compile gate, driven by the monitor: the runner imports the candidate, each native loader call
+it makes becomes a build the monitor runs and checks (verifier.monitor.builds), then ModelNew is
+constructed from the reference worker's init values.
+
+The gate fails (with the build's diagnostics) when a build fails, when the import or the constructor
+raises, or when a backend that requires native code saw none; a build the static policy refuses
+fails the hack gate instead. Builds the backend asks for itself (triton's ahead-of-time compile) run
+first, while the runner imports.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from verifier.gates import compile as compile_gate
+from verifier.monitor.builds import BuildOutcome, BuildService
+from verifier.monitor.peers import PeerFailure, receive
+from verifier.monitor.reference import Reference
+from verifier.result import GateResult
+from verifier.sandbox import messages as msg
+from verifier.sandbox.spawn import Sandboxed
+
+MAX_REQUEST = 16 << 20  # a loader call's sources and flags
+NO_NATIVE = ("no native code: call load_c(SOURCE, {...}) (or load_inline) when the module is imported; "
+             "all arithmetic must run in native code")
+
+
+@dataclass
+class CompileState:
+    builds: BuildService
+    outcomes: list[BuildOutcome] = field(default_factory=list)
+
+    def gate_or_none(self, seconds: float) -> GateResult | None:
+        """The failed gate of the first failed build (a hack or a compile failure), else None."""
+        for outcome in self.outcomes:
+            if not outcome.ok:
+                name = "hack" if outcome.gate == "hack" else "compile"
+                return GateResult(name, False, outcome.reason[:300], seconds, detail=outcome.detail[:4000])
+        return None
+
+    def passed(self, seconds: float) -> GateResult:
+        built = [o for o in self.outcomes if o.ok]
+        return compile_gate.passed(seconds, len(built), sum(o.cached for o in built), sum(o.seconds for o in built),
+                                   tuple(dict.fromkeys(o.note for o in built if o.note)))
+
+
+def run_own_jobs(state: CompileState, jobs, timeout_s: float) -> None:
+    for job in jobs:
+        state.outcomes.append(state.builds.build(job, timeout_s))
+
+
+def import_candidate(runner: Sandboxed, state: CompileState, start: float, compile_s: float,
+                     import_s: float) -> GateResult | msg.Imported:
+    """Serve the runner's build requests until it has imported the candidate; a failed gate or Imported."""
+    build_budget = compile_s
+    while True:
+        deadline = time.monotonic() + (build_budget if build_budget > 0 else 0) + import_s
+        message = receive(runner, deadline, (msg.BuildRequest, msg.Imported, msg.LoadFailed),
+                          "the import of the candidate", MAX_REQUEST)
+        if isinstance(message, msg.BuildRequest):
+            began = time.monotonic()
+            outcome = state.builds.run(message.loader, message.args, max(1.0, build_budget))
+            build_budget -= time.monotonic() - began
+            state.outcomes.append(outcome)
+            if not outcome.ok and outcome.gate == "hack":  # refused sources: nothing more runs
+                return state.gate_or_none(time.perf_counter() - start)
+            runner.send(msg.BuildReply(outcome.ok, outcome.path, "" if outcome.ok else outcome.detail or outcome.reason))
+            continue
+        failed = state.gate_or_none(time.perf_counter() - start)
+        if failed is not None:
+            return failed
+        if isinstance(message, msg.LoadFailed):
+            return compile_gate.load_failed("import", message.error, time.perf_counter() - start)
+        return message
+
+
+def construct(runner: Sandboxed, reference: Reference, start: float, deadline: float) -> GateResult | None:
+    """ModelNew built in the runner from the reference worker's init values; a failed gate or None."""
+    init = reference.wait_init(deadline)
+    runner.send(msg.Init(init.values, init.arrays))
+    answer = receive(runner, deadline, (msg.Constructed, msg.LoadFailed), "the construction of ModelNew")
+    if isinstance(answer, msg.LoadFailed):
+        return compile_gate.load_failed("construct", answer.error, time.perf_counter() - start)
+    return None
+
+
+def peer_failure_gate(gate: str, failure: PeerFailure, seconds: float) -> GateResult:
+    """A runner that broke protocol fails the hack gate; one that died, hung or raised fails ``gate``."""
+    if failure.kind == "malformed":
+        return GateResult("hack", False, f"runtime integrity: {failure.reason}"[:300], seconds, detail=failure.detail)
+    return GateResult(gate, False, failure.reason[:300], seconds, detail=failure.detail[:4000])

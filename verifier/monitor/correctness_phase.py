@@ -1,0 +1,111 @@
+"""The correctness gate, driven by the monitor.
+
+For every correctness trial of the plan (verifier.sandbox.inputs: the task's own inputs and redrawn
+distributions, then the perturbation probe of trial 0), the reference worker draws the trial's inputs
+into its arena from the secret seed, the monitor copies them into the runner's arena and calls
+``forward``; the outputs come back through the arena and are compared by the monitor with the
+reference worker's (verifier.gates.correctness). Trial 0 runs twice (the second on the same inputs
+written again: a nondeterministic kernel, or one whose output depends on call history, differs).
+After every call: the runner's watch (verifier.monitor.watch) and the inputs left unchanged.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from verifier.gates.correctness import Tolerance, check_trials
+from verifier.gates.trial_data import TrialOutputs
+from verifier.monitor.peers import PeerFailure, call
+from verifier.monitor.reference import Reference
+from verifier.monitor.watch import Watch, inputs_changed
+from verifier.result import GateResult
+from verifier.sandbox.arena import Arena
+from verifier.sandbox.spawn import Sandboxed
+
+
+class IntegrityProblem(Exception):
+    """A runtime integrity violation (the hack gate fails with it)."""
+
+
+@dataclass
+class Peers:
+    """The runner and the reference worker with their arenas, as one verification uses them."""
+
+    runner: Sandboxed
+    runner_arena: Arena
+    reference: Reference
+    reference_arena: Arena
+    out_start: int
+    watch: Watch
+    tolerance: Tolerance | None = None
+
+    def stage(self, index: int, timing: bool, deadline: float) -> tuple[list, int]:
+        """A trial's (or timed pair's) inputs drawn by the reference worker and copied, by the monitor,
+        into the runner's arena; (their spec, the bytes they span)."""
+        spec = self.reference.draw(index, timing, deadline)
+        span = _span(spec)
+        data = self.reference_arena.map[:span]
+        self.runner_arena.map[:span] = data
+        self.reference_arena.map[:span] = data  # both sides' inputs last written by the monitor (same cache state)
+        return spec, span
+
+    def candidate(self, spec: list, deadline: float, during: str):
+        answer = call(self.runner, self.runner_arena, spec, self.out_start, deadline, during)
+        problem = self.watch.after_call(answer.native_calls)
+        if problem:
+            raise IntegrityProblem(problem)
+        return answer
+
+
+def _span(spec: list) -> int:
+    from verifier.sandbox.values import layouts_in
+
+    return max((lay.offset + lay.span() for lay in layouts_in(spec, 1 << 62)), default=0)
+
+
+def run_trial(peers: Peers, trial, deadline: float, repeat: bool = False) -> list[TrialOutputs]:
+    """One trial (twice when ``repeat``); its outputs, typed for the comparison."""
+    spec, span = peers.stage(trial.index, False, deadline)
+    where = f"trial {trial.index} ({trial.distribution} inputs)"
+    answer = peers.candidate(spec, deadline, where)
+    if inputs_changed(peers.runner_arena, peers.reference_arena, span):
+        raise IntegrityProblem("forward modified its inputs")
+    results = [TrialOutputs(trial.index, trial.kind, trial.distribution, answer.dtypes, answer.outputs)]
+    if repeat:
+        peers.runner_arena.map[:span] = peers.reference_arena.map[:span]
+        again = peers.candidate(spec, deadline, where)
+        if not _agree(answer.outputs, again.outputs, peers):
+            raise IntegrityProblem("two calls on the same input gave different outputs (nondeterministic, or "
+                                   "the output depends on earlier calls)")
+    return results
+
+
+def _agree(first: tuple[np.ndarray, ...], second: tuple[np.ndarray, ...], peers: Peers) -> bool:
+    tol = peers.tolerance
+    if len(first) != len(second):
+        return False
+    for a, b in zip(first, second):
+        if a.shape != b.shape or a.dtype != b.dtype:
+            return False
+        if not np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=tol.rtol, atol=tol.atol, equal_nan=True):
+            return False
+    return True
+
+
+def correctness(peers: Peers, plan: list, tol: Tolerance, deadline: float, start: float) -> tuple[GateResult, int]:
+    """The gate, and the number of trials skipped (reference non-finite for their distribution)."""
+    peers.tolerance = tol
+    outputs: list[TrialOutputs] = []
+    for trial in [t for t in plan if t.kind in ("check", "perturb")]:
+        outputs += run_trial(peers, trial, deadline, repeat=trial.index == 0)
+    problem = peers.watch.thread_problem("correctness")
+    if problem:
+        raise IntegrityProblem(problem)
+    checks = check_trials(outputs, peers.reference.outputs, tol)
+    return checks.gate(time.perf_counter() - start), checks.skipped
+
+
+__all__ = ["IntegrityProblem", "Peers", "PeerFailure", "correctness", "run_trial"]

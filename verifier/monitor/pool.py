@@ -1,0 +1,77 @@
+"""Pre-started confined processes, so that isolation does not cost a start-up per candidate.
+
+A runner or a reference worker spends most of its start on the interpreter and ``import torch``
+(seconds on a loaded 2-core machine), all of it before any candidate code and identical for every
+verification of the same backend and thread budget. The pool keeps ``size`` booted spares per kind
+(verifier.monitor.sites: confined, seccomp on, waiting for work) and starts the replacement as soon as
+one is taken. A spare is used once: a runner that has seen a candidate is never reused.
+
+:meth:`Pool.settle` waits for spares still booting: the latency phase calls it so that a spare's
+start-up never shares the cores with a timed call.
+"""
+
+from __future__ import annotations
+
+import atexit
+import threading
+import time
+
+from verifier.monitor.sites import ReferenceSite, RunnerSite, RunnerSpec
+
+
+class Pool:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runners: dict[RunnerSpec, list[RunnerSite]] = {}
+        self._references: dict[tuple[int, int], list[ReferenceSite]] = {}
+        atexit.register(self.close)
+
+    def runner(self, spec: RunnerSpec, size: int) -> RunnerSite:
+        with self._lock:
+            spares = [s for s in self._runners.pop(spec, []) if s.process.alive()]
+            site = spares.pop(0) if spares else None
+            self._runners[spec] = spares
+        site = site or RunnerSite(spec)
+        self._refill(self._runners, spec, size, lambda: RunnerSite(spec))
+        return site
+
+    def reference(self, threads: int, memory_mb: int, size: int) -> ReferenceSite:
+        key = (threads, memory_mb)
+        with self._lock:
+            spares = [s for s in self._references.pop(key, []) if s.process.alive()]
+            site = spares.pop(0) if spares else None
+            self._references[key] = spares
+        site = site or ReferenceSite(threads, memory_mb)
+        self._refill(self._references, key, size, lambda: ReferenceSite(threads, memory_mb))
+        return site
+
+    def _refill(self, table: dict, key, size: int, make) -> None:
+        while True:
+            with self._lock:
+                if len(table.get(key, [])) >= size:
+                    return
+            site = make()
+            with self._lock:
+                table.setdefault(key, []).append(site)
+
+    def settle(self, timeout_s: float) -> None:
+        """Wait (at most ``timeout_s``) for spares that are still booting."""
+        deadline = time.monotonic() + timeout_s
+        with self._lock:
+            booting = [s for spares in (*self._runners.values(), *self._references.values()) for s in spares
+                       if s.ready is None]
+        for site in booting:
+            try:
+                site.wait_ready(deadline)
+            except Exception:  # noqa: BLE001 - a broken spare is dropped when it is taken
+                continue
+
+    def close(self) -> None:
+        with self._lock:
+            sites = [s for spares in (*self._runners.values(), *self._references.values()) for s in spares]
+            self._runners, self._references = {}, {}
+        for site in sites:
+            site.close()
+
+
+POOL = Pool()

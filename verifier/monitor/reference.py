@@ -1,0 +1,118 @@
+"""The monitor's side of the reference worker (verifier.sandbox.reference_worker).
+
+While the candidate builds and imports, a reader thread collects what the worker computes from the
+secret seeds: the init values (the runner needs them to construct ModelNew), the reference outputs of
+every trial of the plan, the workload. After RefDone the monitor uses the same channel itself, for
+the inputs of each call (Draw) and the reference's own timed calls (verifier.monitor.peers.call).
+
+Anything the worker fails at is the machine's outcome, never the candidate's: building the task's
+inputs or its model (host memory, a crash) ends the verification as an infrastructure error.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from verifier.gates.trial_data import Fp64Reference, ReferenceOutputs
+from verifier.monitor.peers import PeerFailure, receive
+from verifier.roofline import Workload
+from verifier.sandbox import messages as msg
+from verifier.sandbox.arena import Arena
+from verifier.sandbox.spawn import Sandboxed
+from verifier.sandbox.values import layouts_in
+
+MAX_TRIAL = 1 << 31
+
+
+class ReferenceFailed(RuntimeError):
+    """The reference worker failed (the machine's outcome: retryable, never the candidate's fault)."""
+
+
+class Reference:
+    def __init__(self, process: Sandboxed, start: msg.RefStart, deadline: float) -> None:
+        self.process = process
+        self.init: msg.RefInit | None = None
+        self.trials: dict[int, tuple[msg.RefTrial, ReferenceOutputs]] = {}
+        self.workload: Workload | None = None
+        self.error = ""
+        self.arena: Arena | None = None
+        self._init_ready, self._done = threading.Event(), threading.Event()
+        self.process.send(start)
+        self._thread = threading.Thread(target=self._collect, args=(deadline,), daemon=True)
+        self._thread.start()
+
+    def _collect(self, deadline: float) -> None:
+        try:
+            self.init = receive(self.process, deadline, (msg.RefInit,), "building the task's model", MAX_TRIAL)
+            self._init_ready.set()
+            while True:
+                message = receive(self.process, deadline, (msg.RefTrial, msg.RefWorkload, msg.RefDone),
+                                  "computing the reference outputs", MAX_TRIAL)
+                if isinstance(message, msg.RefDone):
+                    return
+                if isinstance(message, msg.RefWorkload):
+                    self.workload = Workload(message.bytes_moved, message.flops)
+                    continue
+                self.trials[message.index] = (message, _outputs(message))
+        except (PeerFailure, ValueError) as exc:
+            text = exc.reason if isinstance(exc, PeerFailure) else str(exc)
+            self.error = f"reference worker failed: {text}\n{self.process.log_tail()}".strip()
+        except OSError:  # closed under it: the verification is over
+            self.error = "reference worker closed"
+        finally:
+            self._init_ready.set()
+            self._done.set()
+
+    def wait_init(self, deadline: float) -> msg.RefInit:
+        self._init_ready.wait(max(0.0, deadline - time.monotonic()))
+        if self.init is None:
+            raise ReferenceFailed(self.error or "the reference worker did not build the task in time")
+        return self.init
+
+    def wait_done(self, deadline: float) -> None:
+        self._done.wait(max(0.0, deadline - time.monotonic()))
+        self._thread.join(timeout=1.0)
+        if self.error or self._thread.is_alive():
+            raise ReferenceFailed(self.error or "the reference worker did not finish in time")
+
+    def outputs(self, index: int) -> ReferenceOutputs:
+        found = self.trials.get(index)
+        if found is None:
+            raise ReferenceFailed(self.error or f"no reference outputs for trial {index}")
+        return found[1]
+
+    def input_bytes(self) -> int:
+        return max((t.input_bytes for t, _ in self.trials.values()), default=0)
+
+    def output_bytes(self) -> int:
+        return max((sum(a.nbytes + 64 for a in r.arrays) for _, r in self.trials.values()), default=0)
+
+    # ---- after RefDone: driven by the monitor's thread ------------------------------------------------
+    def attach(self, arena: Arena) -> None:
+        self.arena = arena
+        if not self.process.send(msg.Attach(arena.size), fds=(arena.fd,)):
+            raise ReferenceFailed(f"reference worker: {self.process.exit_reason()}")
+
+    def draw(self, index: int, timing: bool, deadline: float) -> list:
+        """Put a trial's (or a timed pair's) inputs at the start of the worker's arena; their spec."""
+        if not self.process.send(msg.Draw(index, timing, 0)):
+            raise ReferenceFailed(f"reference worker: {self.process.exit_reason()}")
+        try:
+            drawn = receive(self.process, deadline, (msg.Drawn,), "drawing inputs")
+            layouts_in(drawn.inputs, self.arena.size)
+        except (PeerFailure, ValueError) as exc:
+            raise ReferenceFailed(f"reference worker failed drawing inputs: {exc}") from None
+        return drawn.inputs
+
+
+def _outputs(trial: msg.RefTrial) -> ReferenceOutputs:
+    count = len(trial.output_dtypes)
+    if len(trial.arrays) != count + trial.fp64_count or trial.fp64_count not in (0, count):
+        raise ValueError("reference trial: array count")
+    if len(trial.trivial) != count or not all(isinstance(t, dict) for t in trial.trivial):
+        raise ValueError("reference trial: trivial errors")
+    arrays = tuple(trial.arrays[:count])
+    fp64 = Fp64Reference(tuple(trial.arrays[count:]), float(trial.fp64_work), str(trial.fp64_note))
+    trivial = tuple({str(k): float(v) for k, v in t.items()} for t in trial.trivial)
+    return ReferenceOutputs(trial.index, tuple(str(d) for d in trial.output_dtypes), arrays, trivial, fp64)

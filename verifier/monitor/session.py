@@ -1,0 +1,215 @@
+"""One verification after the static checks, as the monitor runs it: compile, correctness, latency.
+
+The monitor takes a booted runner and a booted reference worker (verifier.monitor.pool), hands the
+reference worker the task and the secret seeds, and the runner the candidate's source; it serves the
+runner's build requests, has ModelNew constructed, then drives every call itself (verifier.monitor.
+correctness_phase, verifier.monitor.timing). A gate the plan cannot run here becomes "<gate>
+unavailable here: ...". The first real failure stops the loop.
+
+What ends a verification, and whose it is:
+- a failed build, a raising import, constructor or forward, a runner that dies or hangs: the gate of
+  that phase (the candidate's);
+- a runner that answers out of protocol, or a runtime integrity problem: the hack gate (the candidate's);
+- the reference worker failing, a sandbox process that cannot be started: :class:`InfrastructureError`
+  (the machine's: retryable, never a reward).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+from kernelbench_npu.spec import TaskSpec
+from verifier.backends.base import Backend
+from verifier.gate_plan import GatePlan, is_unavailable
+from verifier.gates.correctness import Tolerance
+from verifier.monitor import compile_phase, timing
+from verifier.monitor.builds import BuildLimits, BuildService
+from verifier.monitor.correctness_phase import IntegrityProblem, Peers, correctness
+from verifier.monitor.peers import PeerFailure
+from verifier.monitor.pool import POOL
+from verifier.monitor.reference import Reference, ReferenceFailed
+from verifier.monitor.sites import RunnerSite, RunnerSpec
+from verifier.monitor.watch import Watch
+from verifier.result import GateResult, LatencyResult, SessionFacts
+from verifier.roofline import MachinePeaks
+from verifier.sandbox import messages as msg
+from verifier.sandbox.arena import Arena, align
+from verifier.sandbox.inputs_plan import plan as trial_plan
+from verifier.seeds import derive_seed
+from verifier.settings import VerifySettings
+
+STARTUP_S = 120.0  # a runner's or reference worker's own start-up on a loaded 2-core machine
+
+
+class InfrastructureError(RuntimeError):
+    """The verifier itself failed (retryable); never the candidate's fault."""
+
+
+@dataclass(frozen=True)
+class SessionResult:
+    gates: tuple[GateResult, ...]
+    latency: LatencyResult | None
+    facts: SessionFacts
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Candidate:
+    task: TaskSpec
+    source: str
+    backend: Backend
+    context: dict[str, str]
+    task_source: str  # the task as the correctness trials run it here (Backend.correctness_task_source)
+
+
+class Session:
+    def __init__(self, candidate: Candidate, settings: VerifySettings, plan: GatePlan, seed: int,
+                 peaks: MachinePeaks | None, observer: str) -> None:
+        self.c, self.settings, self.plan, self.seed, self.peaks = candidate, settings, plan, seed, peaks
+        self.observer = observer
+        self.facts = SessionFacts(seed=seed)
+        self.latency: LatencyResult | None = None
+        self.runner: RunnerSite | None = None
+        self.reference: Reference | None = None
+        self._sites: list = []
+        self._arenas: list[Arena] = []
+        self.warnings: tuple[str, ...] = ()
+
+    # ---- the gate loop -----------------------------------------------------------------------------
+    def run(self, hack: GateResult) -> SessionResult:
+        gates = [hack]
+        try:
+            self._start()
+            for name, phase in (("compile", self._compile), ("correctness", self._correctness),
+                                ("latency", self._latency)):
+                if name != "compile" and not self.plan.runs(name):
+                    gates.append(self.plan.unavailable(name))
+                    continue
+                gate = phase()
+                if gate.name == "hack":
+                    gates[0] = gate
+                    break
+                gates.append(gate)
+                if not gate.passed and not is_unavailable(gate):
+                    break
+        except ReferenceFailed as exc:
+            raise InfrastructureError(str(exc)) from None
+        finally:
+            self.close()
+        last = gates[-1]
+        return SessionResult(tuple(gates), self.latency if last.name == "latency" and last.passed else None,
+                             self.facts, self.warnings)
+
+    def _start(self) -> None:
+        s, size = self.settings, self.settings.pool_size
+        deadline = time.monotonic() + STARTUP_S
+        if self.plan.runs("correctness"):
+            site = POOL.reference(s.threads, s.memory_limit_mb, size)
+            self._sites.append(site)
+            site.wait_ready(deadline)
+            start = msg.RefStart(self.c.task_source, self.c.task.dtype, derive_seed(self.seed, "init"),
+                                 derive_seed(self.seed, "inputs"), s.correctness_trials, s.threads)
+            self.reference = Reference(site.process, start, deadline + s.timeout_s + s.compile_timeout_s)
+        backend = self.c.backend
+        spec = RunnerSpec(backend.name, s.threads, s.memory_limit_mb, s.file_size_limit_mb, backend.runner_python(),
+                          self.observer, tuple(backend.sandbox_paths()), backend.device() != "cpu", backend.device())
+        self.runner = POOL.runner(spec, size)
+        self._sites.append(self.runner)
+        try:
+            ready = self.runner.wait_ready(deadline)
+        except Exception as exc:  # noqa: BLE001 - a runner that cannot boot is the machine's problem
+            raise InfrastructureError(f"the runner did not start: {exc}; {self.runner.process.log_tail()}") from None
+        isolation = self.runner.process.isolation()
+        self.facts = replace(self.facts, seccomp=ready.seccomp, seccomp_off_reason=ready.seccomp_off,
+                             isolation=isolation.mechanism)
+        self.warnings = isolation.warnings + (() if self.observer else (
+            "runtime observation in Python only: the native ATen observer could not be built",))
+
+    # ---- phases --------------------------------------------------------------------------------------
+    def _compile(self) -> GateResult:
+        start, s = time.perf_counter(), self.settings
+        limits = BuildLimits(s.threads, s.memory_limit_mb, s.file_size_limit_mb, self.c.task.dtype, s.disabled_checks)
+        state = compile_phase.CompileState(BuildService(self.c.backend, self.c.context, s.cache_dir, self.runner.libs,
+                                                        limits))
+        runner = self.runner.process
+        construct = self.plan.runs("correctness")
+        runner.send(msg.Start(self.c.source, self.c.task.dtype, derive_seed(self.seed, "init"), construct, construct,
+                              self.c.context))
+        try:
+            compile_phase.run_own_jobs(state, self.c.backend.compile_jobs(self.c.source, self.c.context),
+                                       s.compile_timeout_s)
+            imported = compile_phase.import_candidate(runner, state, start, s.compile_timeout_s, s.timeout_s)
+            if isinstance(imported, GateResult):
+                return imported
+            self._record_builds(state)
+            if imported.builds == 0 and self.c.backend.requires_native:
+                return GateResult("compile", False, compile_phase.NO_NATIVE, time.perf_counter() - start)
+            if not construct:
+                runner.send(msg.Stop())
+            failed = compile_phase.construct(runner, self.reference, start, time.monotonic() + s.timeout_s) \
+                if construct else None
+        except PeerFailure as failure:
+            return compile_phase.peer_failure_gate("compile", failure, time.perf_counter() - start)
+        if failed is not None:
+            return failed
+        gate = state.passed(time.perf_counter() - start)
+        return gate if self.plan.runs("compile") else self.plan.unavailable("compile")
+
+    def _record_builds(self, state: compile_phase.CompileState) -> None:
+        built = [o for o in state.outcomes if o.ok]
+        self.facts = replace(self.facts, compile_cached=bool(built) and all(o.cached for o in built),
+                             compile_s=sum(o.seconds for o in built))
+
+    def _peers(self) -> Peers:
+        s = self.settings
+        self.reference.wait_done(time.monotonic() + s.timeout_s)
+        out_start = align(self.reference.input_bytes())
+        size = out_start + align(self.reference.output_bytes() * 2 + 4096)
+        runner_arena, reference_arena = Arena.create(size), Arena.create(size)
+        self._arenas += [runner_arena, reference_arena]
+        self.reference.attach(reference_arena)
+        self.runner.process.send(msg.Attach(size), fds=(runner_arena.fd,))
+        watch = Watch(self.runner.page, self.runner.process.pid(), s.threads, self.c.backend.requires_native)
+        return Peers(self.runner.process, runner_arena, self.reference, reference_arena, out_start, watch)
+
+    def _correctness(self) -> GateResult:
+        start, s = time.perf_counter(), self.settings
+        tol = Tolerance(self.c.task.atol, self.c.task.rtol, s.trivial_margin)
+        self.deadline = time.monotonic() + s.timeout_s
+        try:
+            self.peers = self._peers()
+            gate, skipped = correctness(self.peers, trial_plan(s.correctness_trials), tol, self.deadline, start)
+        except PeerFailure as failure:
+            return compile_phase.peer_failure_gate("correctness", failure, time.perf_counter() - start)
+        except IntegrityProblem as problem:
+            return _integrity(str(problem), start)
+        self.facts = replace(self.facts, skipped_trials=skipped)
+        return gate
+
+    def _latency(self) -> GateResult:
+        start, s = time.perf_counter(), self.settings
+        tol = Tolerance(self.c.task.atol, self.c.task.rtol, s.trivial_margin)
+        POOL.settle(STARTUP_S)  # no spare's start-up shares the cores with a timed call
+        plan = timing.TimingPlan(s.latency_rounds, s.calls_per_round, s.warmup_calls, s.bootstrap_resamples,
+                                 s.plausibility_bound)
+        try:
+            gate, self.latency = timing.latency(self.peers, trial_plan(s.correctness_trials), plan, tol, self.seed,
+                                                self.deadline, self.reference.workload, self.peaks)
+        except PeerFailure as failure:
+            return compile_phase.peer_failure_gate("latency", failure, time.perf_counter() - start)
+        except IntegrityProblem as problem:
+            return _integrity(str(problem), start)
+        return gate
+
+    # ---- the end -------------------------------------------------------------------------------------
+    def close(self) -> None:
+        for site in self._sites:
+            site.close()
+        for arena in self._arenas:
+            arena.close()
+        self._sites, self._arenas = [], []
+
+
+def _integrity(reason: str, start: float) -> GateResult:
+    return GateResult("hack", False, f"runtime integrity: {reason}"[:300], time.perf_counter() - start, detail=reason)
