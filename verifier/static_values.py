@@ -3,7 +3,7 @@
 What can be read: str/number/bool/None literals, lists, tuples and dicts of those, ``+``
 concatenation of strings or lists, and f-strings whose fields are such values. Names are
 resolved by the caller (module constants here; helper parameters bound at their call sites in
-:mod:`verifier.native_args`). Anything else is computed at run time and raises
+the caller). Anything else is computed at run time and raises
 :class:`SourceExtractionError` naming the line.
 """
 

@@ -82,6 +82,7 @@ class BuildJob:
     toolchains: tuple[str, ...] = ()  # directories the builder may read and execute besides the system's
     python: bool = False
     source: str = ""  # the candidate's native text, for the policy's checks before the build
+    env: tuple[tuple[str, str], ...] = ()  # environment variables the build needs beyond the sandbox's own
 
 
 class BuildRejected(Exception):
@@ -114,6 +115,7 @@ class Backend(ABC):
     fence_language: ClassVar[str] = "python"  # code-fence language the LLM must answer with
     static_imports: ClassVar[frozenset[str]] = frozenset()  # kernel-language modules the hack gate allows
     requires_native: ClassVar[bool] = False  # a candidate must build native code (cpu: "no native code")
+    must_launch: ClassVar[bool] = True  # every forward must call its native code or launch a kernel
 
     @abstractmethod
     def availability(self) -> Availability:
@@ -169,6 +171,11 @@ class Backend(ABC):
         object whose symbols are checked). Default: none."""
         return ()
 
+    def judge_build(self, job: BuildJob, code: int, output: str, records: dict[str, bytes]) -> tuple[bool, str]:
+        """(passed, text) of a finished build: the note of a passing one, the compile gate's feedback
+        for a failing one. Default: the exit status decides (:meth:`build_success`, :meth:`build_failure`)."""
+        return (True, self.build_success(job, output)) if code == 0 else (False, self.build_failure(job, output))
+
     def build_failure(self, job: BuildJob, output: str) -> str:
         """The compile gate's feedback for a failed build (trimmed compiler output)."""
         from verifier.backends.toolrun import trim_diagnostics
@@ -223,6 +230,10 @@ class Backend(ABC):
     def device(self) -> str:
         """The torch device the runner places inputs and models on and expects outputs on."""
         return "cpu"
+
+    def staged_calls(self) -> bool:
+        """Calls go Prime (untimed), Call (timed), Collect (verifier.sandbox.serve): on a device."""
+        return self.device() != "cpu"
 
     def synchronize(self) -> None:
         """Wait for all queued device work (no-op on CPU); the runner calls it after every forward."""

@@ -1,45 +1,38 @@
 """The ``cuda`` backend: KernelBench's inline-CUDA candidates (ModelNew + torch's load_inline).
 
-Compile gate: the CUDA and host sources are read statically from the candidate's load_inline
-call (never executed for this) and compiled with nvcc for the target architecture (sm_90 unless
-``TORCH_CUDA_ARCH_LIST`` or the present GPU says otherwise) against torch's headers, with
-``-Xptxas -v`` so register / shared-memory errors and spills reach the LLM. This works on a
-machine without a GPU. Sources that include torch's CUDA-only headers (KernelBench layout:
+The runner records each ``load_inline`` call with its actual arguments (verifier.sandbox.loaders) and
+the monitor builds it in the confined builder (verifier.backends.cuda_build). Without a GPU the build
+is compile-only: nvcc for the target architecture (sm_90 unless ``TORCH_CUDA_ARCH_LIST`` or the
+present GPU says otherwise) against torch's headers, with ``-Xptxas -v`` so register / shared-memory
+errors and spills reach the LLM; sources that include torch's CUDA-only headers (KernelBench layout:
 ``<c10/cuda/CUDAStream.h>``, ``<ATen/cuda/CUDAContext.h>``) compile against the include tree of
-torch's CUDA wheel fetched by ``evokernel toolchain fetch-cuda-headers``
-(verifier.backends.cuda_headers) when the local torch is a CPU build; the passing compile gate's
-reason names the headers used, and without fetched headers such sources get "compile unavailable
-here" with the command to run. Correctness and latency need a GPU: ``load`` imports the
-candidate, whose load_inline builds into a private ``TORCH_EXTENSIONS_DIR`` under build_dir; the
-timer uses CUDA events with an L2 flush before each call.
+torch's CUDA wheel fetched by ``evokernel toolchain fetch-cuda-headers`` (verifier.backends.cuda_headers)
+when the local torch is a CPU build; without fetched headers such sources get "compile unavailable
+here" with the command to run. With a GPU the build is torch's own extension build, which the runner
+loads; correctness and latency then run on the device, timed by the monitor.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
 import subprocess
 import sys
 import sysconfig
-import time
-from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 from kernelbench_npu.spec import TaskSpec
-from verifier.backends import cuda_headers
-from verifier.backends import cuda_policy
-from verifier.backends.base import Availability, Backend, CompileOutcome, GateCapability
-from verifier.backends.cuda_sources import CandidateFormatError, InlineExtension, extract_inline_extensions
-from verifier.backends.gpu_timing import cuda_event_timer, gpu_present
+from verifier.backends import cuda_build, cuda_headers, cuda_policy
+from verifier.backends.base import Availability, Backend, BuildJob, BuildRejected, BuiltUnit, GateCapability
+from verifier.backends.cuda_sources import CandidateFormatError, extension_from_call
+from verifier.backends.gpu_timing import gpu_present
 from verifier.backends.pymodule import import_candidate, model_new_class
 from verifier.backends.scaffolds import read_scaffold
-from verifier.backends.toolrun import ToolRun, run_tool, trim_diagnostics
-from verifier.sandbox.compile_cache import CacheEntry
+from verifier.backends.toolrun import trim_diagnostics
 
 DEFAULT_ARCH = "sm_90"
 _PTXAS_FUNC = re.compile(r"Compiling entry function '(\w+)' for '(\w+)'")
@@ -162,6 +155,9 @@ def _demangle(symbol: str) -> str:
 
 class CudaBackend(Backend):
     name = "cuda"
+    requires_native = True
+    no_native = ("no torch.utils.cpp_extension.load_inline(...) call was made when the module was imported: build the "
+                 "CUDA kernel with load_inline(name=..., cpp_sources=..., cuda_sources=..., functions=[...])")
 
     def availability(self) -> Availability:
         present, gpu = gpu_present()
@@ -181,127 +177,79 @@ class CudaBackend(Backend):
     def scaffold(self, task: TaskSpec | None = None) -> str:
         return read_scaffold("cuda", task)
 
-    def __init__(self) -> None:
-        self.context: dict[str, str] = {}  # compile_context's dict, in the sandbox child
-
     def compile_context(self, task: TaskSpec) -> dict[str, str]:
-        """Where fetched CUDA headers live, resolved with the user's environment (the sandbox child
-        runs with a private HOME)."""
+        """Where fetched CUDA headers live, resolved with the user's environment (sandbox processes run
+        with a private HOME)."""
         return {"cuda_headers_root": str(cuda_headers.cache_root())}
 
-    def configure(self, context: dict[str, str]) -> None:
-        self.context = dict(context)
-
-    def precheck(self, candidate_source: str) -> str:
+    # ---- builds (monitor side) -------------------------------------------------------------------
+    def build_job(self, loader: str, args: dict, context: dict[str, str]) -> BuildJob:
+        if loader != "load_inline":
+            raise BuildRejected(f"{loader}: the cuda backend builds load_inline calls")
         try:
-            extract_inline_extensions(candidate_source)
+            ext = extension_from_call(args)
         except CandidateFormatError as exc:
-            return f"cuda candidate format: {exc}"
-        return ""
-
-    def cache_entries(self, candidate_source: str) -> tuple[CacheEntry, ...]:
-        if gpu_present()[0] or find_nvcc() is None:
-            return ()  # a GPU build also leaves torch's extension dir, which is private to the verification
-        try:
-            extensions = extract_inline_extensions(candidate_source)
-        except CandidateFormatError:
-            return ()
-        headers = cuda_headers.choose([e.cuda_sources + "\n" + e.cpp_sources for e in extensions], find_nvcc(),
-                                      cuda_headers.installed())
-        if headers.unavailable:
-            return ()
-        digest, key = _digests(target_arch(), nvcc_version(find_nvcc()), candidate_source, headers.key)
-        return (CacheEntry(key, f"cuda-{digest}"),)
-
-    def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
-        start = time.perf_counter()
-        try:
-            extensions = extract_inline_extensions(candidate_source)
-        except CandidateFormatError as exc:
-            return CompileOutcome(False, f"cuda candidate format: {exc}", time.perf_counter() - start)
+            raise BuildRejected(f"cuda candidate format: {exc}") from None
         nvcc = find_nvcc()
         if nvcc is None:
-            return CompileOutcome(False, "cuda: nvcc not found (set CUDA_HOME)", time.perf_counter() - start)
-        arch = target_arch()
-        root = self.context.get("cuda_headers_root")
-        headers = cuda_headers.choose([e.cuda_sources + "\n" + e.cpp_sources for e in extensions], nvcc,
+            raise BuildRejected("cuda: nvcc not found (set CUDA_HOME)")
+        root = context.get("cuda_headers_root")
+        headers = cuda_headers.choose([ext.cuda_sources + "\n" + ext.cpp_sources], nvcc,
                                       cuda_headers.installed(root=Path(root) if root else None))
         if headers.unavailable:
-            return CompileOutcome(False, headers.unavailable, time.perf_counter() - start)
-        digest, _ = _digests(arch, nvcc_version(nvcc), candidate_source, headers.key)
-        work = build_dir / f"cuda-{digest}"
-        marker = work / "compile-ok.txt"
-        gpu = gpu_present()[0]
-        gpu_build = _gpu_build(candidate_source, build_dir) if gpu else ""
-        if gpu_build:
-            return CompileOutcome(False, gpu_build, time.perf_counter() - start)
-        gpu_units = cuda_policy.gpu_units(build_dir / "torch_extensions", extensions) if gpu else ()
-        if marker.is_file():
-            return CompileOutcome(True, marker.read_text(), time.perf_counter() - start, cached=True, artifacts=(str(work),),
-                                  units=cuda_policy.compile_only_units(extensions, work) + gpu_units, note=headers.note)
-        work.mkdir(parents=True, exist_ok=True)
-        runs = self._compile_units(nvcc, arch, extensions, work, timeout_s, headers)
-        seconds = time.perf_counter() - start
-        failed = [r for r in runs if not r.ok]
-        if failed:
-            feedback = _failure_feedback(failed, work)
-            return CompileOutcome(False, feedback + (f"\n{headers.note}" if headers.note else ""), seconds,
-                                  note=headers.note)
-        cuda_policy.write_records(extensions, work)
-        summary = ptxas_summary("\n".join(r.stderr + r.stdout for r in runs))
-        marker.write_text(summary)
-        return CompileOutcome(True, summary, seconds, artifacts=(str(work),),
-                              units=cuda_policy.compile_only_units(extensions, work) + gpu_units, note=headers.note)
+            raise BuildRejected(headers.unavailable)
+        toolchains = tuple(self.sandbox_paths(context))
+        if gpu_present()[0]:
+            return cuda_build.gpu_job(ext, args, target_arch(), toolchains)
+        return cuda_build.compile_only_job(ext, nvcc, nvcc_version(nvcc), target_arch(), headers, toolchains)
 
-    def _compile_units(self, nvcc: str, arch: str, extensions: tuple[InlineExtension, ...], work: Path,
-                       timeout_s: float, headers: cuda_headers.HeaderChoice) -> list[ToolRun]:
-        jobs: list[list[str]] = []
-        for i, ext in enumerate(extensions):
-            define = f"-DTORCH_EXTENSION_NAME={ext.name}"
-            cu, cpp = work / f"{ext.name}_{i}.cu", work / f"{ext.name}_{i}.cpp"
-            cu.write_text(ext.cuda_unit())
-            jobs.append(nvcc_command(nvcc, arch, cu.name, define, headers,
-                                     ("-c", "-o", f"{cu.stem}.cuda.o", *cuda_policy.NVCC_KEEP)))  # keeps what the build checks read
-            if ext.cpp_sources.strip() or ext.functions:
-                cpp.write_text(ext.cpp_unit())
-                jobs.append(host_command(nvcc, cpp.name, define, headers, ("-fsyntax-only", *cuda_policy.GXX_KEEP)))
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            return list(pool.map(lambda argv: run_tool(argv, work, timeout_s), jobs))
+    def built_units(self, job: BuildJob, records: dict[str, bytes], library: Path | None) -> tuple[BuiltUnit, ...]:
+        return cuda_policy.units(job, records, library)
 
-    def load(self, candidate_source: str, build_dir: Path) -> type:
-        present, why = gpu_present()
-        if not present:
-            raise RuntimeError(f"cuda: correctness and latency need a GPU: {why}")
-        ext_dir = build_dir / "torch_extensions"  # built by compile() (no exec allowed from here on)
-        ext_dir.mkdir(parents=True, exist_ok=True)
-        os.environ["TORCH_EXTENSIONS_DIR"] = str(ext_dir)  # private to this verification
-        os.environ.setdefault("TORCH_CUDA_ARCH_LIST", arch_list_entry(target_arch()))
-        return model_new_class(import_candidate(candidate_source, build_dir, "cuda"), self.name)
+    def build_failure(self, job: BuildJob, output: str) -> str:
+        text = trim_diagnostics(output, strip_prefixes=(sys.prefix,))
+        hints = [hint for key, hint in _HINTS.items() if key in output]
+        return text + "".join(f"\nhint: {h}" for h in hints) + (f"\n{job.note}" if job.note else "")
 
-    def sandbox_paths(self) -> tuple[str, ...]:
+    def build_success(self, job: BuildJob, output: str) -> str:
+        summary = ptxas_summary(output)
+        return "; ".join(x for x in (job.note, summary.replace("\n", "; ")) if x)
+
+    def sandbox_paths(self, context: dict[str, str] | None = None) -> tuple[str, ...]:
         nvcc = find_nvcc()  # the toolkit, and torch's CUDA headers when fetched (evokernel toolchain fetch-cuda-headers)
-        # in the sandbox child, the parent's resolution (configure): the child runs with a private HOME
-        headers = Path(self.context.get("cuda_headers_root") or cuda_headers.cache_root())
+        headers = Path((context or {}).get("cuda_headers_root") or cuda_headers.cache_root())
         return ((str(Path(nvcc).resolve().parents[1]),) if nvcc else ()) + ((str(headers),) if headers.is_dir() else ())
 
-    def before_sandbox(self) -> None:
-        count_extension_calls()  # before the candidate imports load_inline
+    # ---- runner side -----------------------------------------------------------------------------
+    def install_loaders(self, client: Any) -> None:
+        from torch.utils import cpp_extension
+
+        from verifier.sandbox.loaders import NotLoadedHere, inline_arguments
+
+        def load_inline(*args: Any, **kwargs: Any) -> Any:
+            named = inline_arguments(args, kwargs)
+            where = client.build("load_inline", named)
+            if not client.load:
+                return NotLoadedHere(f"extension {named['name']}")
+            return CountedExtension(cpp_extension._import_module_from_library(named["name"], where, True))
+
+        cpp_extension.load_inline = load_inline
+
+    def load(self, candidate_source: str, workdir: str) -> type:
+        return model_new_class(import_candidate(candidate_source, Path(workdir), "cuda"), self.name)
 
     def device(self) -> str:
-        return "cuda"
+        return "cuda" if gpu_present()[0] else "cpu"
 
     def synchronize(self) -> None:
-        import torch
+        if gpu_present()[0]:
+            import torch
 
-        torch.cuda.synchronize()
-
-    def timer(self) -> Callable[[Callable[[], Any]], float]:
-        return cuda_event_timer()
+            torch.cuda.synchronize()
 
 
 class CountedExtension:
-    """A load_inline extension module whose functions count as native calls (cpu_native.CALLS),
-    for the runtime integrity check "forward made no native call"."""
+    """A load_inline extension module whose functions count as native calls (cpu_native.CALLS)."""
 
     def __init__(self, module: ModuleType) -> None:
         self._module = module
@@ -317,63 +265,3 @@ class CountedExtension:
             return value(*args, **kwargs)
 
         return counted
-
-
-def count_extension_calls() -> None:
-    """Make torch.utils.cpp_extension.load_inline return :class:`CountedExtension` (idempotent)."""
-    from torch.utils import cpp_extension
-
-    original = cpp_extension.load_inline
-    if getattr(original, "_evokernel_counted", False):
-        return
-
-    def load_inline(*args: Any, **kwargs: Any) -> Any:
-        module = original(*args, **kwargs)
-        return CountedExtension(module) if isinstance(module, ModuleType) else module
-
-    load_inline._evokernel_counted = True
-    cpp_extension.load_inline = load_inline
-
-
-def _gpu_build(candidate_source: str, build_dir: Path) -> str:
-    """On a GPU machine, run the candidate's own load_inline calls (statically resolved arguments)
-    now, before the sandbox forbids exec: load() then finds the build up to date in this process.
-    Returns "" on success, else the trimmed build error."""
-    from torch.utils.cpp_extension import load_inline
-
-    from verifier.native_sources import SourceExtractionError, extract
-
-    os.environ["TORCH_EXTENSIONS_DIR"] = str(build_dir / "torch_extensions")
-    os.environ.setdefault("TORCH_CUDA_ARCH_LIST", arch_list_entry(target_arch()))
-    try:
-        calls = [s for s in extract(candidate_source) if s.loader == "load_inline"]
-        for call in calls:
-            load_inline(**dict(call.inline_args))
-    except SourceExtractionError as exc:
-        return f"cuda candidate format: {exc}"
-    except Exception as exc:  # torch raises RuntimeError with the ninja/nvcc log
-        return "load_inline build failed:\n" + trim_diagnostics(str(exc), strip_prefixes=(str(build_dir),))
-    return ""
-
-
-def _digests(arch: str, nvcc_release: str, candidate_source: str, headers_key: str) -> tuple[str, str]:
-    """(the build directory's short digest, the compile-cache key: arch, nvcc and torch's headers too)."""
-    from importlib import metadata
-
-    digest = hashlib.sha256(f"{arch}\0{headers_key}\0{candidate_source}".encode()).hexdigest()[:20]
-    try:
-        torch_version = metadata.version("torch")
-    except metadata.PackageNotFoundError:
-        torch_version = "?"
-    key = hashlib.sha256(f"{arch}\0{nvcc_release}\0{torch_version}\0{headers_key}\0{candidate_source}".encode()).hexdigest()
-    return digest, key
-
-
-def _failure_feedback(failed: list[ToolRun], work: Path) -> str:
-    parts = []
-    for run in failed:
-        tool = Path(run.argv[0]).name
-        text = trim_diagnostics(run.stderr + "\n" + run.stdout, strip_prefixes=(str(work), sys.prefix))
-        hints = [hint for key, hint in _HINTS.items() if key in run.stderr]
-        parts.append(f"{tool} failed (exit {run.returncode}):\n{text}" + "".join(f"\nhint: {h}" for h in hints))
-    return "\n".join(parts)

@@ -1,13 +1,12 @@
 """What the cuda backend's builds hand to the build-policy checks (verifier.gates.hack_build).
 
-Compile-only path (no GPU): nvcc keeps its intermediate files (``--keep``: ``<unit>.cpp1.ii`` is its
-preprocessed source) and g++ its preprocessed output (``-save-temps``), so the checks read what the
-compilers compiled at no extra cost; the candidate's lines of it (after the fixed preludes
-load_inline adds) and the files it read go to ``<unit>.policy.json`` next to the objects (a cached
-build carries them), the other intermediates are removed; the nvcc host object's symbols are checked.
-
-GPU path: torch's load_inline also builds the candidate's own call (the extension load() imports);
-the compile-only units above run there too, and the built extension's undefined symbols are checked.
+Compile-only build (no GPU, in the builder): nvcc keeps its intermediate files (``--keep``:
+``<name>.cpp1.ii`` is its preprocessed source) and g++ its preprocessed output (``-save-temps``); the
+candidate's lines of each (after the fixed preludes load_inline adds) and the files they read become
+``<name>.cu.policy.json`` / ``<name>.cpp.policy.json`` (:func:`write_records`), the records the monitor
+reads (:func:`units`); the nvcc object's undefined symbols are checked. GPU build: torch's extension
+build; the library's undefined symbols are checked (vendor runtimes not listed: only the known
+dangerous ones are refused).
 """
 
 from __future__ import annotations
@@ -15,58 +14,41 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from verifier.backends.base import BuiltUnit
+from verifier.backends.base import BuildJob, BuiltUnit
 from verifier.backends.cuda_sources import CPP_PRELUDE, CUDA_PRELUDE, InlineExtension
 
 CUDA_FIRST_LINE = CUDA_PRELUDE.count("\n") + 1  # the candidate's cuda_sources start here
 CPP_FIRST_LINE = CPP_PRELUDE.count("\n") + 1
-
-
-
 NVCC_KEEP = ("--keep",)  # in the working directory
 GXX_KEEP = ("-save-temps",)
-_KEPT = (".cuda.o", ".policy.json", "compile-ok.txt")  # with the units' sources: what a cached build needs
 
 
 def write_records(extensions: tuple[InlineExtension, ...], work: Path) -> None:
-    """Turn each unit's preprocessed output into its small policy record; drop the intermediates."""
+    """Builder side: each unit's preprocessed output as its small policy record."""
     from verifier.gates.hack_build import candidate_lines, read_text
 
-    for i, ext in enumerate(extensions):
-        stem = f"{ext.name}_{i}"
-        preprocessed = {".cu": work / f"{stem}.cpp1.ii",
-                        ".cpp": next((p for p in work.glob(f"*{stem}.ii") if ".cpp" not in p.name), work / "-")}
+    for ext in extensions:
+        preprocessed = {".cu": work / f"{ext.name}.cpp1.ii",
+                        ".cpp": next((p for p in work.glob(f"{ext.name}.ii")), work / "-")}
         for suffix, first, source in ((".cu", CUDA_FIRST_LINE, ext.cuda_sources), (".cpp", CPP_FIRST_LINE, ext.cpp_sources)):
             if not preprocessed[suffix].is_file():
                 continue
             text, includes = candidate_lines(read_text(preprocessed[suffix]), first, first + source.count("\n"))
-            (work / f"{stem}{suffix}.policy.json").write_text(json.dumps({"text": text, "includes": includes}))
-    sources = {f"{ext.name}_{i}{suffix}" for i, ext in enumerate(extensions) for suffix in (".cu", ".cpp")}
-    for path in work.iterdir():
-        if path.is_file() and not path.name.endswith(_KEPT) and path.name not in sources:
-            path.unlink()
+            (work / f"{ext.name}{suffix}.policy.json").write_text(json.dumps({"text": text, "includes": includes}))
 
 
-def compile_only_units(extensions: tuple[InlineExtension, ...], work: Path) -> tuple[BuiltUnit, ...]:
-    units = []
-    for i, ext in enumerate(extensions):
-        for suffix, first, what in ((".cu", CUDA_FIRST_LINE, "cuda_sources"), (".cpp", CPP_FIRST_LINE, "cpp_sources")):
-            record = work / f"{ext.name}_{i}{suffix}.policy.json"
-            if not record.is_file():
-                continue
-            data = json.loads(record.read_text())
-            obj = work / f"{ext.name}_{i}.cuda.o"
-            binaries = (str(obj),) if suffix == ".cu" and obj.is_file() else ()
-            units.append(BuiltUnit(f"{what} of {ext.name} (line {ext.line})", str(data.get("text", "")),
-                                   tuple(data.get("includes", ())), binaries, line_offset=first - 1))
-    return tuple(units)
-
-
-def gpu_units(ext_dir: Path, extensions: tuple[InlineExtension, ...]) -> tuple[BuiltUnit, ...]:
-    """The extensions torch built in ``<ext_dir>/<name>`` (their undefined symbols)."""
-    units = []
-    for ext in extensions:
-        libraries = tuple(str(p) for p in sorted((ext_dir / ext.name).glob("*.so")))
-        if libraries:
-            units.append(BuiltUnit(f"extension {ext.name} (line {ext.line})", binaries=libraries, strict_symbols=False))
-    return tuple(units)
+def units(job: BuildJob, records: dict[str, bytes], library: Path | None) -> tuple[BuiltUnit, ...]:
+    """Monitor side: the units of a finished build, from its records and its object."""
+    binaries = (str(library),) if library is not None else ()
+    if job.artifact.endswith(".so"):  # the GPU build: the extension torch built
+        return (BuiltUnit(job.label, binaries=binaries, strict_symbols=False),)
+    found = []
+    name = job.artifact.removesuffix(".cuda.o")
+    for suffix, first, what in ((".cu", CUDA_FIRST_LINE, "cuda_sources"), (".cpp", CPP_FIRST_LINE, "cpp_sources")):
+        raw = records.get(f"{name}{suffix}.policy.json")
+        if not raw:
+            continue
+        data = json.loads(raw)
+        found.append(BuiltUnit(f"{what} of {name}", str(data.get("text", "")), tuple(data.get("includes", ())),
+                               binaries if suffix == ".cu" else (), line_offset=first - 1))
+    return tuple(found)

@@ -1,22 +1,13 @@
-"""Static extraction of the native sources of a KernelBench CUDA candidate, without running it.
-
-A KernelBench CUDA candidate builds its kernel with ``torch.utils.cpp_extension.load_inline(
-name=..., cpp_sources=..., cuda_sources=..., functions=[...])``. The parent (and the compile gate
-on a machine without a GPU) must not execute candidate code, so this module reads the call from
-the AST: string literals, module-level string variables, lists/tuples, f-strings and ``+`` of
-those, and build-helper parameters bound to them (see verifier.native_args). It
-then rebuilds the two translation units load_inline would compile (same preludes, same pybind
-module), so that nvcc/g++ see what torch's build would see.
+"""A KernelBench CUDA candidate's ``load_inline`` call, as the runner recorded it, rebuilt into the two
+translation units load_inline would compile (same preludes, same pybind module), so that nvcc/g++
+see what torch's build would see. The arguments are the real call's (verifier.sandbox.loaders):
+whatever Python computed them.
 """
 
 from __future__ import annotations
 
-import ast
+import re
 from dataclasses import dataclass
-
-from verifier.native_args import BoundArgs, Reader
-from verifier.native_sources import inline_kwargs
-from verifier.static_values import SourceExtractionError
 
 CUDA_PRELUDE = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n"
 CPP_PRELUDE = "#include <torch/extension.h>\n"
@@ -68,42 +59,21 @@ def _names(kwargs: dict[str, object]) -> tuple[str, ...]:
     raise CandidateFormatError("functions= must be a list of string literals")
 
 
-def _extension(call: ast.Call, read: Reader) -> InlineExtension:
-    try:
-        kwargs = inline_kwargs(call, read)
-    except SourceExtractionError as exc:
-        raise CandidateFormatError(str(exc)) from None
-    name = _text(kwargs, "name") if "name" in kwargs else "inline_ext"
-    return InlineExtension(name=name or "inline_ext", cpp_sources=_text(kwargs, "cpp_sources"),
-                           cuda_sources=_text(kwargs, "cuda_sources"), functions=_names(kwargs), line=call.lineno)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
+MAX_SOURCE = 4 << 20
 
 
-def _is_load_inline(call: ast.Call) -> bool:
-    func = call.func
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    return name == "load_inline"
-
-
-def extract_inline_extensions(candidate_source: str) -> tuple[InlineExtension, ...]:
-    """Every load_inline call of the candidate, resolved statically; raise CandidateFormatError."""
-    try:
-        tree = ast.parse(candidate_source)
-    except SyntaxError as exc:
-        raise CandidateFormatError(f"line {exc.lineno}: Python syntax error: {exc.msg}") from None
-    bound, found = BoundArgs(tree), {}
-    calls = sorted((n for n in ast.walk(tree) if isinstance(n, ast.Call) and _is_load_inline(n)), key=lambda c: c.lineno)
-    for call in calls:
-        try:
-            resolved = bound.per_call_path(call, lambda read, c=call: _extension(c, read))
-        except (CandidateFormatError, SourceExtractionError) as exc:
-            raise CandidateFormatError(f"line {call.lineno}: {exc} (it is read without running the candidate)") from None
-        for ext, _ in resolved:  # one per call path through build helpers; identical builds once
-            found.setdefault((ext.name, ext.cpp_sources, ext.cuda_sources, ext.functions), ext)
-    extensions = tuple(found.values())
-    if not extensions:
-        raise CandidateFormatError(
-            "no torch.utils.cpp_extension.load_inline(...) call found: build the CUDA kernel with "
-            "load_inline(name=..., cpp_sources=..., cuda_sources=..., functions=[...]) and call it from ModelNew")
-    if not any(ext.cuda_sources.strip() for ext in extensions):
+def extension_from_call(args: dict[str, object]) -> InlineExtension:
+    """The recorded call's extension; CandidateFormatError says what to change."""
+    name = args.get("name")
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise CandidateFormatError("load_inline: name must be a Python identifier")
+    ext = InlineExtension(name=name, cpp_sources=_text(args, "cpp_sources"), cuda_sources=_text(args, "cuda_sources"),
+                          functions=_names(args), line=0)
+    if not ext.cuda_sources.strip():
         raise CandidateFormatError("load_inline has no cuda_sources: the kernel must be CUDA code")
-    return extensions
+    if len(ext.cuda_sources) + len(ext.cpp_sources) > MAX_SOURCE or "\0" in ext.cuda_sources + ext.cpp_sources:
+        raise CandidateFormatError("load_inline: sources larger than 4 MB or with NUL bytes")
+    if any(not _NAME.fullmatch(f) for f in ext.functions):
+        raise CandidateFormatError("load_inline: functions must be C++ function names")
+    return ext

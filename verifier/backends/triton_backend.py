@@ -1,46 +1,33 @@
 """The ``triton`` backend: ModelNew launching ``@triton.jit`` kernels (Triton is an optional extra).
 
-With a GPU: kernels compile and run for real, timed with CUDA events after an L2 flush. Without
-one: the compile gate compiles every kernel ahead of time for a GPU target (sm_90 unless
-``TORCH_CUDA_ARCH_LIST`` says otherwise; Triton's bundled ptxas makes real cubins), and
-correctness runs the kernels in the Triton interpreter (``TRITON_INTERPRET=1``) on CPU tensors;
-latency is not measured (the interpreter's speed says nothing about the GPU's). The interpreter
-runs the task on small shapes (see :mod:`verifier.backends.small_shapes`), reference and candidate
-alike. Triton's run mode is fixed at its first import in a process (:mod:`verifier.backends.triton_modes`),
-so without a GPU the AOT compile runs in a fork (:mod:`verifier.backends.forked`) and the child
-imports triton only once, interpreted; ``@triton.autotune`` is not benchmarked there: each new
-input takes the next config and the correctness gate says which ran.
-
-Sandbox policy: on a GPU, Triton JIT-compiles each kernel at its first launch and runs ptxas as a
-subprocess, which the child's no-exec seccomp filter would kill (SIGSYS). The launch signature
-(pointer alignment, ints equal to 1) is only known at the call, so no compile before the filter can
-stand in for it; ``exec_after_load`` therefore asks the child to skip the filter for triton on a
-GPU (the verdict's ``facts.seccomp_off_reason`` says so; the static hack gate still forbids
-subprocess, os and sockets in the candidate, and the rlimits, process group and timeout stay).
-Without a GPU the interpreter needs no exec and the filter stays on.
+With a GPU: kernels compile and run for real in the runner (Triton JIT-compiles at the first launch,
+with ptxas: the runner's no-exec seccomp filter stays off, and the verdict says so), timed by the
+monitor. Without one: the compile gate compiles every kernel ahead of time for a GPU target (sm_90
+unless ``TORCH_CUDA_ARCH_LIST`` says otherwise; Triton's bundled ptxas makes real cubins) in the
+confined builder (verifier.backends.triton_build), and correctness runs the kernels in the Triton
+interpreter (``TRITON_INTERPRET=1``) in the runner, on small shapes (see
+:mod:`verifier.backends.small_shapes`), reference and candidate alike; latency is not measured (the
+interpreter's speed says nothing about the GPU's). ``@triton.autotune`` is not benchmarked there: each
+new input takes the next config and the correctness gate says which ran.
 """
 
 from __future__ import annotations
 
 import ast
-import time
 from importlib import metadata
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any, Callable
 
 from kernelbench_npu.spec import TaskSpec
-from verifier.backends.base import Availability, Backend, CompileOutcome, GateCapability
+from verifier.backends.base import Availability, Backend, BuildJob, GateCapability
 from verifier.backends.cuda import target_arch
-from verifier.backends.gpu_timing import cuda_event_timer, gpu_present
-from verifier.backends.forked import call_forked
+from verifier.backends.gpu_timing import gpu_present
 from verifier.backends.pymodule import import_candidate, model_new_class
 from verifier.backends.scaffolds import read_scaffold
 from verifier.backends.small_shapes import shrink_task_source
-from verifier.backends.triton_aot import compile_candidate
+from verifier.backends.triton_build import aot_job
 from verifier.backends.triton_import_slice import kernels_only_source
-from verifier.backends.triton_modes import (autotune_report, interpreted_now, rotate_autotune_configs, turn_per_input,
-                                            use_mode)
+from verifier.backends.triton_modes import autotune_report, rotate_autotune_configs, turn_per_input, use_mode
 
 __all__ = ["TritonBackend", "kernels_only_source", "triton_version"]
 
@@ -70,21 +57,6 @@ def _capability() -> int:
 def set_interpreter(enabled: bool) -> None:
     """Fix this process's triton mode (see :func:`verifier.backends.triton_modes.use_mode`)."""
     use_mode(enabled)
-
-
-def _aot_compile(module_tree: ast.Module, build_dir: Path, timeout_s: float) -> dict:
-    """The AOT compile's {"ok", "text"}, run where it leaves this process's triton mode as the
-    kernels will need it: in a fork unless this process imported triton compiled already."""
-    def build() -> dict:
-        set_interpreter(False)
-        return compile_candidate(module_tree, build_dir, _capability())
-
-    if interpreted_now() is False or (interpreted_now() is None and gpu_present()[0]):
-        return build()  # kernels run compiled in this process too (a GPU): one mode throughout
-    if interpreted_now():
-        raise RuntimeError("the triton AOT compile needs a process that has not imported triton interpreted")
-    forked = call_forked(build, timeout_s, "the triton AOT compile")
-    return forked.value if forked.failure == "" else {"ok": False, "text": forked.failure}
 
 
 def count_launches() -> None:
@@ -140,28 +112,23 @@ class TritonBackend(Backend):
                and any("jit" in ast.unparse(d) for d in n.decorator_list)]
         return "" if jit else "no @triton.jit kernel defined in the candidate: ModelNew must launch Triton kernels"
 
-    def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
-        start = time.perf_counter()
+    def compile_jobs(self, candidate_source: str, context: dict[str, str]) -> tuple[BuildJob, ...]:
+        if gpu_present()[0] or triton_version() is None:
+            return ()  # on a GPU, Triton compiles each kernel at its first launch in the runner
+        return (aot_job(candidate_source, _capability(), triton_version() or "?", ()),)
 
-        def outcome(ok: bool, text: str) -> CompileOutcome:
-            return CompileOutcome(ok, text, time.perf_counter() - start)
+    def build_success(self, job: BuildJob, output: str) -> str:
+        return "; ".join(line.strip() for line in output.strip().splitlines()[:6])[:300]
 
-        try:
-            module_tree = ast.parse(candidate_source)
-        except SyntaxError as exc:
-            return outcome(False, f"line {exc.lineno}: Python syntax error: {exc.msg}")
-        if triton_version() is None:
-            return outcome(False, f"triton: not installed on the verifier ({INSTALL_HINT})")
+    def build_failure(self, job: BuildJob, output: str) -> str:
+        return output.strip()[-4000:] or "the triton ahead-of-time compile failed"
 
-        result = _aot_compile(module_tree, build_dir, timeout_s)
-        return outcome(bool(result["ok"]), str(result["text"]))
-
-    def load(self, candidate_source: str, build_dir: Path) -> type:
+    def load(self, candidate_source: str, workdir: str) -> type:
         if triton_version() is None:
             raise RuntimeError(f"triton: not installed ({INSTALL_HINT})")
         present, _ = gpu_present()
         set_interpreter(not present)
-        model_cls = model_new_class(import_candidate(candidate_source, build_dir, "triton"), self.name)
+        model_cls = model_new_class(import_candidate(candidate_source, Path(workdir), "triton"), self.name)
         return model_cls if present else turn_per_input(model_cls)  # autotune: a config per input
 
     def correctness_task_source(self, task_source: str) -> str:
@@ -188,8 +155,3 @@ class TritonBackend(Backend):
             import torch
 
             torch.cuda.synchronize()
-
-    def timer(self) -> Callable[[Callable[[], Any]], float]:
-        if gpu_present()[0]:
-            return cuda_event_timer()
-        return super().timer()  # interpreter timings: not meaningful, reported as "latency no"

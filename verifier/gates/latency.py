@@ -16,7 +16,6 @@ Noisy timing (either side's IQR/median above 25%) flags too. Nothing here fails 
 
 from __future__ import annotations
 
-import statistics
 from dataclasses import dataclass
 
 import numpy as np

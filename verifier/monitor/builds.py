@@ -109,21 +109,22 @@ class BuildService:
                 target.write_text(text)
             limits = self.limits
             process = site.start(job.argv, job.python, (*self.backend.sandbox_paths(), *job.toolchains),
-                                 limits.threads, limits.memory_mb, limits.file_mb)
+                                 limits.threads, limits.memory_mb, limits.file_mb, dict(job.env))
             code = process.wait(timeout_s)
             output = process.log_text(MAX_LOG)
             if code is None:
                 process.kill()
                 return BuildOutcome(False, "compile", f"compile timed out after {timeout_s:.0f} s",
                                     output[-2000:])
-            artifact = read_regular(site.work / job.artifact) if job.artifact else b""
-            if code != 0 or artifact is None:
-                detail = self.backend.build_failure(job, output)
-                return BuildOutcome(False, "compile", (detail.splitlines() or [f"build failed ({code})"])[0][:300], detail)
             records = {rel: read_regular(site.work / rel) or b"" for rel in job.records}
+            artifact = read_regular(site.work / job.artifact) if job.artifact else b""
+            ok, text = self.backend.judge_build(job, code, output, records)
+            if not ok or artifact is None:
+                detail = text or f"the build produced no {job.artifact}"
+                return BuildOutcome(False, "compile", (detail.splitlines() or [f"build failed ({code})"])[0][:300], detail)
             library = site.work / job.artifact if job.artifact else None
             units = self.backend.built_units(job, records, library)
-            note = "; ".join(n for n in (job.note, self.backend.build_success(job, output)) if n)
+            note = "; ".join(n for n in (job.note, text) if n)
             contents = {UNITS: _units_json(units, note)}
             if job.artifact:
                 contents[Path(job.artifact).name] = artifact

@@ -13,6 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from verifier.backends.base import BuildRejected
 from verifier.gates import compile as compile_gate
 from verifier.monitor.builds import BuildOutcome, BuildService
 from verifier.monitor.peers import PeerFailure, receive
@@ -45,9 +46,21 @@ class CompileState:
                                    tuple(dict.fromkeys(o.note for o in built if o.note)))
 
 
-def run_own_jobs(state: CompileState, jobs, timeout_s: float) -> None:
+def run_own_jobs(state: CompileState, backend, source: str, context: dict[str, str], timeout_s: float) -> dict[str, str]:
+    """The builds the backend asks for itself, before the runner imports; {job label: placed directory}."""
+    try:
+        jobs = backend.compile_jobs(source, context)
+    except BuildRejected as exc:
+        state.outcomes.append(BuildOutcome(False, exc.gate, exc.reason[:300], exc.reason))
+        return {}
+    placed = {}
     for job in jobs:
-        state.outcomes.append(state.builds.build(job, timeout_s))
+        outcome = state.builds.build(job, timeout_s)
+        state.outcomes.append(outcome)
+        if not outcome.ok:
+            break
+        placed[job.label] = outcome.path
+    return placed
 
 
 def import_candidate(runner: Sandboxed, state: CompileState, start: float, compile_s: float,

@@ -12,7 +12,7 @@ After every call: the runner's watch (verifier.monitor.watch) and the inputs lef
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -40,7 +40,9 @@ class Peers:
     reference_arena: Arena
     out_start: int
     watch: Watch
+    staged: bool = False  # a device backend: Prime, Call, Collect (verifier.monitor.peers.call)
     tolerance: Tolerance | None = None
+    note: str = ""  # the runner's latest runtime note (the interpreter's autotune configs)
 
     def stage(self, index: int, timing: bool, deadline: float) -> tuple[list, int]:
         """A trial's (or timed pair's) inputs drawn by the reference worker and copied, by the monitor,
@@ -53,11 +55,16 @@ class Peers:
         return spec, span
 
     def candidate(self, spec: list, deadline: float, during: str):
-        answer = call(self.runner, self.runner_arena, spec, self.out_start, deadline, during)
+        answer = call(self.runner, self.runner_arena, spec, self.out_start, deadline, during, self.staged)
         problem = self.watch.after_call(answer.native_calls)
         if problem:
             raise IntegrityProblem(problem)
+        self.note = answer.note or self.note
         return answer
+
+    def reference_call(self, spec: list, deadline: float):
+        return call(self.reference.process, self.reference_arena, spec, self.out_start, deadline,
+                    "the reference's timing", self.staged)
 
 
 def _span(spec: list) -> int:
@@ -105,7 +112,11 @@ def correctness(peers: Peers, plan: list, tol: Tolerance, deadline: float, start
     if problem:
         raise IntegrityProblem(problem)
     checks = check_trials(outputs, peers.reference.outputs, tol)
-    return checks.gate(time.perf_counter() - start), checks.skipped
+    gate = checks.gate(time.perf_counter() - start)
+    if peers.note:  # e.g. which @triton.autotune configs the interpreter ran: the reason when it passed
+        gate = replace(gate, reason=gate.reason or peers.note.replace("\n", "; ")[:300],
+                       detail=f"{gate.detail}\n{peers.note}".strip())
+    return gate, checks.skipped
 
 
 __all__ = ["IntegrityProblem", "Peers", "PeerFailure", "correctness", "run_trial"]

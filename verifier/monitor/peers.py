@@ -39,6 +39,8 @@ class Answer:
     dtypes: tuple[str, ...]
     ns: int  # the monitor's clock around the call
     native_calls: int
+    collect_ns: int = 0  # staged calls: the clock around fetching the outputs (a copy, nothing more)
+    note: str = ""
 
 
 def receive(process: Sandboxed, deadline: float, expect: tuple[type, ...], during: str, max_bytes: int = MAX_ANSWER):
@@ -56,18 +58,39 @@ def receive(process: Sandboxed, deadline: float, expect: tuple[type, ...], durin
                                        f"{str(exc)[:150]}") from None
 
 
-def call(process: Sandboxed, arena: Arena, inputs: list, out_start: int, deadline: float, during: str) -> Answer:
-    """One timed call of ``forward`` on inputs already in ``arena``; the outputs, copied out."""
-    start = time.perf_counter_ns()
-    if not process.send(msg.Call(inputs, out_start)):
+def _send(process: Sandboxed, message, during: str) -> None:
+    if not process.send(message):
         raise PeerFailure("died", f"{process.exit_reason()} during {during}", process.log_tail())
-    answer = receive(process, deadline, (msg.Done, msg.CallFailed), during)
+
+
+def _failed(answer: msg.CallFailed) -> PeerFailure:
+    last = answer.error.strip().splitlines()[-1] if answer.error.strip() else "an exception"
+    return PeerFailure("raised", f"forward raised {last}"[:300], answer.error)
+
+
+def call(process: Sandboxed, arena: Arena, inputs: list, out_start: int, deadline: float, during: str,
+         staged: bool = False) -> Answer:
+    """One timed call of ``forward`` on inputs already in ``arena``; the outputs, copied out. ``staged``
+    (a device): Prime untimed, Call timed to Ran, Collect timed apart."""
+    if staged:
+        _send(process, msg.Prime(inputs), during)
+        primed = receive(process, deadline, (msg.Primed, msg.CallFailed), during)
+        if isinstance(primed, msg.CallFailed):
+            raise _failed(primed)
+    start = time.perf_counter_ns()
+    _send(process, msg.Call(inputs, out_start, staged), during)
+    answer = receive(process, deadline, (msg.Ran if staged else msg.Done, msg.CallFailed), during)
     ns = time.perf_counter_ns() - start
+    collect_ns = 0
+    if staged and not isinstance(answer, msg.CallFailed):
+        start = time.perf_counter_ns()
+        _send(process, msg.Collect(out_start), during)
+        answer = receive(process, deadline, (msg.Done, msg.CallFailed), during)
+        collect_ns = time.perf_counter_ns() - start
     if isinstance(answer, msg.CallFailed):
-        last = answer.error.strip().splitlines()[-1] if answer.error.strip() else "an exception"
-        raise PeerFailure("raised", f"forward raised {last}"[:300], answer.error)
+        raise _failed(answer)
     outputs, dtypes = read_outputs(arena, answer.outputs, out_start, during)
-    return Answer(outputs, dtypes, ns, max(0, int(answer.native_calls)))
+    return Answer(outputs, dtypes, ns, max(0, int(answer.native_calls)), collect_ns, answer.note[:2000])
 
 
 def read_outputs(arena: Arena, spec: list, out_start: int, during: str) -> tuple[tuple[np.ndarray, ...], tuple[str, ...]]:

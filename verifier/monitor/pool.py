@@ -23,7 +23,7 @@ class Pool:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._runners: dict[RunnerSpec, list[RunnerSite]] = {}
-        self._references: dict[tuple[int, int], list[ReferenceSite]] = {}
+        self._references: dict[tuple[int, int, bool], list[ReferenceSite]] = {}
         atexit.register(self.close)
 
     def runner(self, spec: RunnerSpec, size: int) -> RunnerSite:
@@ -35,14 +35,14 @@ class Pool:
         self._refill(self._runners, spec, size, lambda: RunnerSite(spec))
         return site
 
-    def reference(self, threads: int, memory_mb: int, size: int) -> ReferenceSite:
-        key = (threads, memory_mb)
+    def reference(self, threads: int, memory_mb: int, devices: bool, size: int) -> ReferenceSite:
+        key = (threads, memory_mb, devices)
         with self._lock:
             spares = [s for s in self._references.pop(key, []) if s.process.alive()]
             site = spares.pop(0) if spares else None
             self._references[key] = spares
-        site = site or ReferenceSite(threads, memory_mb)
-        self._refill(self._references, key, size, lambda: ReferenceSite(threads, memory_mb))
+        site = site or ReferenceSite(threads, memory_mb, devices)
+        self._refill(self._references, key, size, lambda: ReferenceSite(threads, memory_mb, devices))
         return site
 
     def _refill(self, table: dict, key, size: int, make) -> None:

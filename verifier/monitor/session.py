@@ -16,6 +16,7 @@ What ends a verification, and whose it is:
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, replace
 
@@ -105,11 +106,12 @@ class Session:
         s, size = self.settings, self.settings.pool_size
         deadline = time.monotonic() + STARTUP_S
         if self.plan.runs("correctness"):
-            site = POOL.reference(s.threads, s.memory_limit_mb, size)
+            device = self.c.backend.device()
+            site = POOL.reference(s.threads, s.memory_limit_mb, device != "cpu", size)
             self._sites.append(site)
             site.wait_ready(deadline)
             start = msg.RefStart(self.c.task_source, self.c.task.dtype, derive_seed(self.seed, "init"),
-                                 derive_seed(self.seed, "inputs"), s.correctness_trials, s.threads)
+                                 derive_seed(self.seed, "inputs"), s.correctness_trials, s.threads, device)
             self.reference = Reference(site.process, start, deadline + s.timeout_s + s.compile_timeout_s)
         backend = self.c.backend
         spec = RunnerSpec(backend.name, s.threads, s.memory_limit_mb, s.file_size_limit_mb, backend.runner_python(),
@@ -132,19 +134,22 @@ class Session:
         limits = BuildLimits(s.threads, s.memory_limit_mb, s.file_size_limit_mb, self.c.task.dtype, s.disabled_checks)
         state = compile_phase.CompileState(BuildService(self.c.backend, self.c.context, s.cache_dir, self.runner.libs,
                                                         limits))
-        runner = self.runner.process
-        construct = self.plan.runs("correctness")
-        runner.send(msg.Start(self.c.source, self.c.task.dtype, derive_seed(self.seed, "init"), construct, construct,
-                              self.c.context))
+        runner, construct = self.runner.process, self.plan.runs("correctness")
         try:
-            compile_phase.run_own_jobs(state, self.c.backend.compile_jobs(self.c.source, self.c.context),
-                                       s.compile_timeout_s)
+            built = compile_phase.run_own_jobs(state, self.c.backend, self.c.source, self.c.context, s.compile_timeout_s)
+            failed = state.gate_or_none(time.perf_counter() - start)
+            if failed is not None:
+                return failed
+            context = {**self.c.context, "builds": json.dumps(built)}
+            runner.send(msg.Start(self.c.source, self.c.task.dtype, derive_seed(self.seed, "init"), construct,
+                                  construct, context))
             imported = compile_phase.import_candidate(runner, state, start, s.compile_timeout_s, s.timeout_s)
             if isinstance(imported, GateResult):
                 return imported
             self._record_builds(state)
             if imported.builds == 0 and self.c.backend.requires_native:
-                return GateResult("compile", False, compile_phase.NO_NATIVE, time.perf_counter() - start)
+                reason = getattr(self.c.backend, "no_native", compile_phase.NO_NATIVE)
+                return GateResult("compile", False, reason, time.perf_counter() - start)
             if not construct:
                 runner.send(msg.Stop())
             failed = compile_phase.construct(runner, self.reference, start, time.monotonic() + s.timeout_s) \
@@ -170,8 +175,9 @@ class Session:
         self._arenas += [runner_arena, reference_arena]
         self.reference.attach(reference_arena)
         self.runner.process.send(msg.Attach(size), fds=(runner_arena.fd,))
-        watch = Watch(self.runner.page, self.runner.process.pid(), s.threads, self.c.backend.requires_native)
-        return Peers(self.runner.process, runner_arena, self.reference, reference_arena, out_start, watch)
+        watch = Watch(self.runner.page, self.runner.process.pid(), s.threads, self.c.backend.must_launch)
+        return Peers(self.runner.process, runner_arena, self.reference, reference_arena, out_start, watch,
+                     self.c.backend.staged_calls())
 
     def _correctness(self) -> GateResult:
         start, s = time.perf_counter(), self.settings

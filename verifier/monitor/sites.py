@@ -104,10 +104,10 @@ class RunnerSite(Site):
 class ReferenceSite(Site):
     """A booting or booted reference worker (verifier.sandbox.reference_worker)."""
 
-    def __init__(self, threads: int, memory_mb: int) -> None:
+    def __init__(self, threads: int, memory_mb: int, devices: bool = False) -> None:
         super().__init__("reference", "evokernel-reference-")
-        policy, import_root = self.policy(memory_mb=memory_mb)
-        env = clean_env(threads, self.work, import_root)
+        policy, import_root = self.policy(devices=devices, memory_mb=memory_mb)
+        env = clean_env(threads, self.work, import_root, devices)
         self.process = Sandboxed([sys.executable, "-m", "verifier.sandbox.reference_worker", "{channel}", str(threads)],
                                  policy, self.work, env)
         self.ready: msg.Ready | None = None
@@ -125,9 +125,10 @@ class BuilderSite(Site):
         super().__init__("builder", "evokernel-build-")
 
     def start(self, argv: tuple[str, ...], python: bool, toolchains: tuple[str, ...], threads: int,
-              memory_mb: int, file_mb: int) -> Sandboxed:
+              memory_mb: int, file_mb: int, extra_env: dict[str, str] | None = None) -> Sandboxed:
         policy, import_root = self.policy(toolchains, memory_mb=memory_mb, file_mb=file_mb)
-        env = clean_env(threads, self.work, import_root if python else None)
+        env = clean_env(threads, self.work, import_root if python else None, extra={"MAX_JOBS": str(threads),
+                                                                                   **(extra_env or {})})
         command = list(argv)
         if python:
             command[0] = sys.executable

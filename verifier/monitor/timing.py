@@ -28,12 +28,12 @@ import numpy as np
 from verifier.gates.correctness import Tolerance, check_trials
 from verifier.gates.latency import PairedTimes, latency_gate, summarise
 from verifier.monitor.correctness_phase import IntegrityProblem, Peers, run_trial
-from verifier.monitor.peers import call
 from verifier.result import GateResult, LatencyResult
 from verifier.roofline import MachinePeaks, Workload
 from verifier.seeds import derive_seed
 
 SAMPLE = 4096  # elements compared per timed output (every element on the audited pairs)
+LATE_WORK_NS = 1_000_000
 EXTRA_FULL_CHECKS = 2
 
 
@@ -71,12 +71,13 @@ def _pair(peers: Peers, index: int, trial, deadline: float, cand_first: bool) ->
     spec, _ = peers.stage(trial.index if trial else index, trial is None, deadline)
     results = {}
     for side in (("candidate", "reference") if cand_first else ("reference", "candidate")):
-        if side == "candidate":
-            results[side] = peers.candidate(spec, deadline, "timing")
-        else:
-            results[side] = call(peers.reference.process, peers.reference_arena, spec, peers.out_start, deadline,
-                                 "the reference's timing")
-    return results["candidate"], results["reference"]
+        results[side] = peers.candidate(spec, deadline, "timing") if side == "candidate" else \
+            peers.reference_call(spec, deadline)
+    cand, ref = results["candidate"], results["reference"]
+    if cand.collect_ns > 3 * ref.collect_ns + LATE_WORK_NS:  # a device: work left running after "ran"
+        raise IntegrityProblem(f"fetching the outputs took {cand.collect_ns / 1e6:.2f} ms, the reference's "
+                               f"{ref.collect_ns / 1e6:.2f} ms: work continued after forward returned")
+    return cand, ref
 
 
 def measure(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: int, deadline: float) -> PairedTimes:

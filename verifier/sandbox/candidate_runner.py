@@ -118,33 +118,12 @@ class Runner:
         return True
 
     def serve(self) -> None:
-        import torch
-
         from verifier import cpu_native
-        from verifier.sandbox.torch_values import arena_values, write_outputs
+        from verifier.sandbox.serve import CallServer
 
-        device = torch.device(self.backend.device())
-        while True:
-            request, fds = self.receive(msg.Call, msg.Attach, msg.Stop)
-            if isinstance(request, msg.Stop):
-                return
-            if isinstance(request, msg.Attach):
-                self.arena = Arena.attach(fds[0])
-                continue
-            before = cpu_native.CALLS[0]
-            try:
-                inputs = arena_values(request.inputs, self.arena)
-                if device.type != "cpu":
-                    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in inputs]
-                with torch.no_grad():
-                    result = self.model(*inputs)
-                self.backend.synchronize()
-                outputs = list(result) if isinstance(result, (tuple, list)) else [result]
-                spec = write_outputs(outputs, self.arena, request.out_start)
-            except BaseException as exc:
-                self.send(msg.CallFailed(candidate_error(exc)))
-                continue
-            self.send(msg.Done(spec, cpu_native.CALLS[0] - before))
+        CallServer(self.channel, self.model, self.backend.device(), self.backend.synchronize, self.arena,
+                   calls=lambda: cpu_native.CALLS[0], note=self.backend.runtime_note,
+                   flush=getattr(self.backend, "flush_cache", None)).serve()
 
 
 def main(argv: list[str]) -> int:

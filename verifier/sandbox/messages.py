@@ -8,8 +8,9 @@ A message carries data, never a finding, a verdict or a path the monitor would a
 
 Monitor <-> runner: Boot (monitor, first), Ready; Start (+ the arena's descriptor); BuildRequest,
 BuildReply (a loader call at import: the actual sources and flags); Imported or LoadFailed; Init
-(``get_init_inputs()`` values), Constructed or LoadFailed; then Call, answered by Done or
-CallFailed, as often as the monitor likes; Stop.
+(``get_init_inputs()`` values), Constructed or LoadFailed; Attach (+ the arena's descriptor); then
+Call, answered by Done or CallFailed, as often as the monitor likes (on a device: Prime/Primed,
+Call/Ran, Collect/Done); Stop.
 Monitor <-> reference worker: RefStart; RefInit; RefTrial per trial of the plan; RefWorkload;
 RefDone; then Attach (+ descriptor), Draw/Drawn (a trial's or a timed pair's inputs, into the arena)
 and Call/Done (the reference's own timed calls).
@@ -97,9 +98,14 @@ class Constructed:
 
 @dataclass(frozen=True)
 class Call:
+    """Run forward on the arena's inputs. ``staged``: on the inputs Prime placed on the device, answering
+    Ran as soon as the device is synchronized (the outputs follow on Collect); otherwise the outputs are
+    copied into the arena from ``out_start`` before Done."""
+
     KIND: ClassVar[str] = "call"
     inputs: list  # arena spec (verifier.sandbox.values.layout_spec)
     out_start: int  # where outputs go in the arena
+    staged: bool = False
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,32 @@ class Done:
     KIND: ClassVar[str] = "done"
     outputs: list  # arena spec
     native_calls: int = 0
+    note: str = ""  # the backend's runtime note (verifier.backends.base.Backend.runtime_note)
+
+
+@dataclass(frozen=True)
+class Prime:
+    """A device backend's untimed preparation of a call: inputs copied from the arena to the device, the
+    device's cache flushed, everything synchronized."""
+
+    KIND: ClassVar[str] = "prime"
+    inputs: list
+
+
+@dataclass(frozen=True)
+class Primed:
+    KIND: ClassVar[str] = "primed"
+
+
+@dataclass(frozen=True)
+class Ran:
+    KIND: ClassVar[str] = "ran"
+
+
+@dataclass(frozen=True)
+class Collect:
+    KIND: ClassVar[str] = "collect"
+    out_start: int
 
 
 @dataclass(frozen=True)
@@ -130,6 +162,7 @@ class RefStart:
     input_seed: int
     correctness_trials: int
     threads: int
+    device: str = "cpu"  # where the reference's timed calls run (its outputs for the trials: the CPU)
 
 
 @dataclass(frozen=True)
@@ -195,8 +228,8 @@ class Drawn:
 
 
 MESSAGES = {cls.KIND: cls for cls in (Boot, Ready, Start, BuildRequest, BuildReply, Imported, LoadFailed, Init,
-                                      Constructed, Call, Done, CallFailed, Stop, RefStart, RefInit, RefTrial,
-                                      RefWorkload, RefDone, Attach, Draw, Drawn)}
+                                      Constructed, Call, Done, CallFailed, Stop, Prime, Primed, Ran, Collect,
+                                      RefStart, RefInit, RefTrial, RefWorkload, RefDone, Attach, Draw, Drawn)}
 _TYPES = {"str": str, "int": int, "float": (int, float), "bool": bool, "dict": dict, "list": list, "tuple": (list, tuple)}
 
 

@@ -10,9 +10,10 @@ seccomp filter), then RefStart brings the task and the verification's secret see
    correctness trials, the float64 corrections (verifier.sandbox.fp64_reference) (RefTrial);
 3. the task's workload for the roofline (RefWorkload); RefDone.
 
-Then, with the arena the monitor attaches: Draw writes a trial's inputs, or a timed pair's fresh
-inputs, into the arena (the monitor copies them into the runner's arena itself), and Call runs the
-reference on the arena's inputs (the reference side of the paired timing, timed by the monitor).
+Then, with the arena the monitor attaches (verifier.sandbox.serve, the runner's own call loop): Draw
+writes a trial's inputs, or a timed pair's fresh inputs, into the arena (the monitor copies them into
+the runner's arena itself), and Call runs the reference on the arena's inputs (the reference side of
+the paired timing, timed by the monitor).
 The inputs are made from the seed again for each Draw, so no copy of them stays anywhere.
 
 References are computed on the CPU, in the task's dtype and in float64.
@@ -113,29 +114,33 @@ class Worker:
 
     # ---- the timing service ------------------------------------------------------------------------
     def serve(self) -> None:
+        from verifier.sandbox.serve import CallServer
+
+        device = self.cfg.device
+        model, sync = self.model, (lambda: None)
+        if device != "cpu":  # the paired timing runs on the candidate's device; the trials stayed on the CPU
+            import copy
+
+            from verifier.backends.device_sync import synchronizer
+
+            model, sync = copy.deepcopy(self.model).to(device), synchronizer(device)
+        self.server = CallServer(self.channel, model, device, sync)
+        self.server.serve(self.handle)
+
+    def handle(self, request, _fds: list[int]) -> None:
+        """Draw: a trial's (or a timed pair's) inputs, made from the seed, written into the arena."""
         import torch
 
         from verifier.sandbox import values as wire
         from verifier.sandbox.torch_values import _view as view
-        from verifier.sandbox.torch_values import arena_values, write_outputs
 
-        while True:
-            request, fds = self.receive(msg.Attach, msg.Draw, msg.Call, msg.Stop)
-            if isinstance(request, msg.Stop):
-                return
-            if isinstance(request, msg.Attach):
-                self.arena = Arena.attach(fds[0])
-            elif isinstance(request, msg.Draw):
-                spec, placed, _ = wire.layout_spec(_shaped(self.draw(request)), request.start)
-                base = torch.frombuffer(self.arena.map, dtype=torch.uint8)
-                for layout, value in placed:
-                    view(base, layout).copy_(value.payload)
-                self.send(msg.Drawn(spec))
-            else:
-                with torch.no_grad():
-                    result = self.model(*arena_values(request.inputs, self.arena))
-                outputs = list(result) if isinstance(result, (tuple, list)) else [result]
-                self.send(msg.Done(write_outputs(outputs, self.arena, request.out_start)))
+        if not isinstance(request, msg.Draw):
+            raise ValueError(f"unexpected {request.KIND} command")
+        spec, placed, _ = wire.layout_spec(_shaped(self.draw(request)), request.start)
+        base = torch.frombuffer(self.server.arena.map, dtype=torch.uint8)
+        for layout, value in placed:
+            view(base, layout).copy_(value.payload)
+        self.send(msg.Drawn(spec))
 
     def draw(self, request: msg.Draw) -> list:
         if not request.timing:

@@ -1,32 +1,33 @@
 """The ``ascendc`` backend: Ascend C operators built with CANN and run through torch_npu.
 
 Available only where CANN (with ``bisheng``), torch_npu and an NPU are present; otherwise
-``availability`` says why and ``compile`` / ``load`` refuse, so a candidate is never passed.
+``availability`` says why and the build / ``load`` refuse, so a candidate is never passed. The build
+runs in the monitor's confined builder (:mod:`.build_job`); the runner unpacks what it built.
 Without hardware the container format and path checks, the build command lines and the parsing
 of compiler output still run (the tests drive them with stub tools on PATH).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sys
-import time
+import tarfile
 from pathlib import Path
-from typing import Any, Callable
 
 from kernelbench_npu.spec import TaskSpec
-from verifier.backends.ascendc.build import BUILDERS, project_dir
+from verifier.backends.ascendc import build_job
 from verifier.backends.ascendc.candidate import AscendCFormatError, parse_candidate
 from verifier.backends.ascendc.toolchain import locate_cann, probe_npu, toolchain_problem
-from verifier.backends.base import Availability, Backend, BuiltUnit, CompileOutcome, GateCapability, SeedItem
+from verifier.backends.base import Availability, Backend, BuildJob, BuildRejected, BuiltUnit, GateCapability, SeedItem
 from verifier.backends.pymodule import import_candidate, model_new_class
 from verifier.backends.scaffolds import read_scaffold, scaffold_sections
 
-L2_FLUSH_BYTES = 2 * 192 * 1024 * 1024  # twice the 910B's L2
-
-
 class AscendCBackend(Backend):
     name = "ascendc"
+
+    def __init__(self) -> None:
+        self.context: dict[str, str] = {}
 
     def availability(self) -> Availability:
         chain = locate_cann()
@@ -56,43 +57,39 @@ class AscendCBackend(Backend):
             return f"ascendc candidate format: {exc}"
         return ""
 
-    def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
-        start = time.perf_counter()
-        try:
-            candidate = parse_candidate(candidate_source)
-        except AscendCFormatError as exc:
-            return CompileOutcome(False, f"ascendc candidate format: {exc}", time.perf_counter() - start)
+    def compile_jobs(self, candidate_source: str, context: dict[str, str]) -> tuple[BuildJob, ...]:
         chain = locate_cann()
         problem = toolchain_problem(chain)
         if problem:
-            return CompileOutcome(False, f"ascendc: unavailable: {problem}", time.perf_counter() - start)
-        root = project_dir(build_dir, candidate)
-        result = BUILDERS[candidate.format](candidate, chain, root, timeout_s)
-        artifacts = (str(result.library),) if result.library else ()
-        if result.ok and result.opp_vendor_dir is not None:
-            (root / "opp_vendor_dir.txt").write_text(str(result.opp_vendor_dir))
-        # CANN's runtime names are not on the symbol allowlist: refuse the known-dangerous calls only
-        units = (BuiltUnit(f"Ascend C build of {candidate.op_name}", binaries=artifacts, strict_symbols=False),)
-        return CompileOutcome(result.ok, result.feedback, time.perf_counter() - start, artifacts=artifacts,
-                              units=units if result.ok else ())
+            raise BuildRejected(f"ascendc: unavailable: {problem}")
+        return (build_job.job(candidate_source, chain.soc or "", tuple(self.sandbox_paths())),)
 
-    def load(self, candidate_source: str, build_dir: Path) -> type:
+    def built_units(self, job: BuildJob, records: dict[str, bytes], library: Path | None) -> tuple[BuiltUnit, ...]:
+        # CANN's runtime names are not on the symbol allowlist: refuse the known-dangerous calls only
+        return (BuiltUnit("Ascend C build", binaries=(str(library),) if library else (), strict_symbols=False),)
+
+    def load(self, candidate_source: str, workdir: str) -> type:
         problem = toolchain_problem(locate_cann())
-        if problem:  # no subprocess probe here: load runs under the sandbox's no-exec filter
+        if problem:
             raise RuntimeError(f"ascendc: unavailable: {problem}")
-        candidate = parse_candidate(candidate_source)
-        root = project_dir(build_dir, candidate)
-        vendor = root / "opp_vendor_dir.txt"
-        if vendor.is_file():
-            os.environ["ASCEND_CUSTOM_OPP_PATH"] = vendor.read_text().strip()
+        built = json.loads(self.context.get("builds", "{}")).get("Ascend C build")
+        if not built:
+            raise RuntimeError("ascendc: the monitor built no library for this candidate")
+        target = Path(workdir) / "ascendc"
+        with tarfile.open(Path(built) / build_job.ARTIFACT) as tar:
+            tar.extractall(target, filter="data")
+        if (target / "vendor").is_dir():
+            os.environ["ASCEND_CUSTOM_OPP_PATH"] = str(target / "vendor")
         import torch
         import torch_npu  # noqa: F401  (registers the NPU device before the module loads)
 
         if not torch.npu.is_available():
             raise RuntimeError("ascendc: unavailable: no NPU device (torch.npu.is_available() is False)")
+        sys.path.insert(0, str(target / "lib"))
+        return model_new_class(import_candidate(candidate_source, Path(workdir), "ascendc"), self.name)
 
-        sys.path.insert(0, str(root / "lib"))
-        return model_new_class(import_candidate(candidate_source, build_dir, "ascendc"), self.name)
+    def configure(self, context: dict[str, str]) -> None:
+        self.context = dict(context)
 
     def sandbox_paths(self) -> tuple[str, ...]:
         chain = locate_cann()
@@ -107,23 +104,6 @@ class AscendCBackend(Backend):
         import torch
 
         torch.npu.synchronize()
-
-    def timer(self) -> Callable[[Callable[[], Any]], float]:
-        import torch
-        import torch_npu
-
-        flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="npu")
-
-        def time_once(fn: Callable[[], Any]) -> float:
-            flush.zero_()
-            start, end = torch_npu.npu.Event(enable_timing=True), torch_npu.npu.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            return float(start.elapsed_time(end))
-
-        return time_once
 
 
 __all__ = ["AscendCBackend"]

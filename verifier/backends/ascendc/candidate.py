@@ -17,7 +17,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from verifier.native_sources import SourceExtractionError, resolve_static
+from verifier.static_values import SourceExtractionError, resolve_static
 
 FORMATS = ("direct-launch", "operator-project")
 MAX_FILES, MAX_TOTAL_BYTES = 32, 512 * 1024

@@ -27,13 +27,12 @@ built, the toolchain directory, the SoC and whether an NPU is usable, passed thr
 
 from __future__ import annotations
 
+import json
 import os
-import time
 from pathlib import Path
-from typing import Any, Callable
 
 from kernelbench_npu.spec import TaskSpec
-from verifier.backends.base import Availability, Backend, CompileOutcome, GateCapability, SeedItem
+from verifier.backends.base import Availability, Backend, BuildJob, BuildRejected, GateCapability, SeedItem
 from verifier.backends.pymodule import import_candidate, model_new_class
 from verifier.backends.scaffolds import read_scaffold, scaffold_sections
 from verifier.backends.small_shapes import shrink_task_source
@@ -46,6 +45,7 @@ from verifier.backends.triton_modes import autotune_report, rotate_autotune_conf
 from verifier.toolchains import ToolchainError, toolchains_root
 
 NAME = "triton-ascend"
+COMPILE_TIMEOUT_S = 300.0  # the recording's share of the compile deadline is taken from this
 INTERPRETER_HINT = "pip install 'evokernel[triton]' (upstream Triton's interpreter)"
 
 
@@ -101,8 +101,9 @@ class TritonAscendBackend(Backend):
         return npu_modules_reason(missing) if missing else ""
 
     def compile_context(self, task: TaskSpec) -> dict[str, str]:
-        return {"task_source": task.source, "toolchains": str(toolchains_root()), "soc": target_soc(),
-                "device": "npu" if npu.npu_ready()[0] else "cpu"}
+        self.context = {"task_source": task.source, "toolchains": str(toolchains_root()), "soc": target_soc(),
+                        "device": "npu" if npu.npu_ready()[0] else "cpu"}
+        return self.context
 
     def sandbox_paths(self) -> tuple[str, ...]:
         """The toolchain environments (its Python, triton-ascend, bishengir-compile) and CANN when present."""
@@ -120,22 +121,24 @@ class TritonAscendBackend(Backend):
     def _on_npu(self) -> bool:
         return self.context.get("device") == "npu"
 
-    def compile(self, candidate_source: str, build_dir: Path, timeout_s: float) -> CompileOutcome:
-        from verifier.backends.triton_ascend.gate import compile_gate
+    def compile_jobs(self, candidate_source: str, context: dict[str, str]) -> tuple[BuildJob, ...]:
+        from verifier.backends.triton_ascend.gate import driver_job
 
-        start = time.perf_counter()
-        problem = self.precheck(candidate_source)
-        if problem:
-            return CompileOutcome(False, problem, time.perf_counter() - start)
-        if "task_source" not in self.context:
-            return CompileOutcome(False, "triton-ascend: the compile gate needs the task (compile_context)", 0.0)
+        toolchain = self._toolchain(context)
+        return (driver_job(candidate_source, context["task_source"], toolchain, COMPILE_TIMEOUT_S),)
+
+    def judge_build(self, job: BuildJob, code: int, output: str, records: dict[str, bytes]) -> tuple[bool, str]:
+        from verifier.backends.triton_ascend.gate import judge
+
+        request = json.loads(dict(job.files)["request.json"])
+        return judge(records, output, request["candidate_source"], self._toolchain(self.context))
+
+    def _toolchain(self, context: dict[str, str]):
+        root = Path(context["toolchains"]) if context.get("toolchains") else None
         try:
-            root = Path(self.context["toolchains"]) if self.context.get("toolchains") else None
-            toolchain = locate(root, self.context.get("soc"))
+            return locate(root, context.get("soc"))
         except ToolchainError as exc:
-            return CompileOutcome(False, f"triton-ascend: {exc}", time.perf_counter() - start)
-        return compile_gate(candidate_source, self.context["task_source"], toolchain, build_dir / "triton-ascend",
-                            timeout_s)
+            raise BuildRejected(f"triton-ascend: {exc}") from None
 
     def before_sandbox(self) -> None:
         if self._on_npu():
@@ -150,7 +153,7 @@ class TritonAscendBackend(Backend):
     def runtime_note(self) -> str:
         return "" if self._on_npu() else autotune_report("an NPU")
 
-    def load(self, candidate_source: str, build_dir: Path) -> type:
+    def load(self, candidate_source: str, build_dir: str) -> type:
         if not self._on_npu():
             features = ascend_only_features(candidate_source)
             if features:  # the gate plan normally stops before load; this guards direct use
@@ -158,7 +161,7 @@ class TritonAscendBackend(Backend):
             if triton_version() is None:
                 raise RuntimeError(f"triton-ascend: correctness here needs {INTERPRETER_HINT}")
             set_interpreter(True)
-        model_cls = model_new_class(import_candidate(candidate_source, build_dir, "triton_ascend"), self.name)
+        model_cls = model_new_class(import_candidate(candidate_source, Path(build_dir), "triton_ascend"), self.name)
         return model_cls if self._on_npu() else turn_per_input(model_cls)  # autotune: a config per input
 
     def exec_after_load(self) -> str:
@@ -170,9 +173,6 @@ class TritonAscendBackend(Backend):
     def synchronize(self) -> None:
         if self._on_npu():
             npu.npu_synchronize()
-
-    def timer(self) -> Callable[[Callable[[], Any]], float]:
-        return npu.npu_timer() if self._on_npu() else super().timer()
 
 
 __all__ = ["TritonAscendBackend"]

@@ -221,7 +221,7 @@ def run_forked(workdir: Path, request: dict, seccomp_path: str) -> tuple[list[di
         code = 0
         try:
             if seccomp_path:
-                _load(Path(seccomp_path), "evokernel_seccomp").install()
+                _load(Path(seccomp_path), "evokernel_seccomp").install("runner")
             record(workdir, request, lambda entry: out.write(json.dumps(entry, default=repr) + "\n"))
             out.flush()
         except BaseException:  # noqa: BLE001

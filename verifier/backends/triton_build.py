@@ -1,0 +1,45 @@
+"""The triton backend's ahead-of-time compile, as a build the monitor runs in the confined builder.
+
+Without a GPU the compile gate compiles each launched ``@triton.jit`` kernel for the target
+architecture (verifier.backends.triton_aot: signatures and constexprs read from the source, Triton's
+bundled ptxas making real cubins). It runs in the builder (``python -m verifier.backends.triton_build
+job.json``): a fresh, confined process in compiled mode, while the runner imports the same candidate
+interpreted for the correctness trials (Triton's mode is fixed per process: verifier.backends.triton_modes).
+What it imports of the candidate is only the kernels' slice (verifier.backends.triton_import_slice),
+never ModelNew. Exit status 0: every kernel compiled; its summary (or the errors) on stderr.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+from verifier.backends.base import BuildJob
+
+JOB_VERSION = "1"
+
+
+def aot_job(candidate_source: str, capability: int, triton_version: str, toolchains: tuple[str, ...]) -> BuildJob:
+    job = {"source": candidate_source, "capability": capability}
+    key = hashlib.sha256(json.dumps({**job, "triton": triton_version, "v": JOB_VERSION}, sort_keys=True).encode()).hexdigest()
+    return BuildJob(key, "triton kernels", (("job.json", json.dumps(job)),),
+                    (sys.executable, "-m", "verifier.backends.triton_build", "job.json"), toolchains=toolchains,
+                    python=True)
+
+
+def main(argv: list[str]) -> int:
+    from verifier.backends.triton_aot import compile_candidate
+    from verifier.backends.triton_modes import use_mode
+
+    job = json.loads(Path(argv[1]).read_text())
+    use_mode(False)
+    result = compile_candidate(ast.parse(job["source"]), Path.cwd(), int(job["capability"]))
+    print(str(result["text"]), file=sys.stderr)
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
