@@ -35,7 +35,9 @@ class CorpusEntry:
 
     @property
     def kind(self) -> str:
-        return self.name.split("_")[0]  # honest | hack | broken | sandbox
+        """honest | hack | broken | sandbox | moot (an attack on machinery the zero-trust verifier no longer
+        has, e.g. the runner's own timer: it must gain nothing, so it passes as the kernel it is)"""
+        return self.name.split("_")[0]
 
 
 def parse(path: Path) -> CorpusEntry:

@@ -63,43 +63,55 @@ def run_own_jobs(state: CompileState, backend, source: str, context: dict[str, s
     return placed
 
 
+def serve_builds(runner: Sandboxed, state: CompileState, start: float, build_s: float, wait_s: float,
+                 until: tuple[type, ...], during: str):
+    """Serve the runner's build requests until it sends one of ``until``; that message, or the failed
+    gate of a build the static policy refused (nothing more runs then)."""
+    while True:
+        deadline = time.monotonic() + max(build_s, 0.0) + wait_s
+        message = receive(runner, deadline, (msg.BuildRequest, msg.LoadFailed, *until), during, MAX_REQUEST)
+        if not isinstance(message, msg.BuildRequest):
+            return message
+        began = time.monotonic()
+        outcome = state.builds.run(message.loader, message.args, max(1.0, build_s))
+        build_s -= time.monotonic() - began
+        state.outcomes.append(outcome)
+        if not outcome.ok and outcome.gate == "hack":
+            return state.gate_or_none(time.perf_counter() - start)
+        runner.send(msg.BuildReply(outcome.ok, outcome.path, "" if outcome.ok else outcome.detail or outcome.reason))
+
+
 def import_candidate(runner: Sandboxed, state: CompileState, start: float, compile_s: float,
                      import_s: float) -> GateResult | msg.Imported:
-    """Serve the runner's build requests until it has imported the candidate; a failed gate or Imported."""
-    build_budget = compile_s
-    while True:
-        deadline = time.monotonic() + (build_budget if build_budget > 0 else 0) + import_s
-        message = receive(runner, deadline, (msg.BuildRequest, msg.Imported, msg.LoadFailed),
-                          "the import of the candidate", MAX_REQUEST)
-        if isinstance(message, msg.BuildRequest):
-            began = time.monotonic()
-            outcome = state.builds.run(message.loader, message.args, max(1.0, build_budget))
-            build_budget -= time.monotonic() - began
-            state.outcomes.append(outcome)
-            if not outcome.ok and outcome.gate == "hack":  # refused sources: nothing more runs
-                return state.gate_or_none(time.perf_counter() - start)
-            runner.send(msg.BuildReply(outcome.ok, outcome.path, "" if outcome.ok else outcome.detail or outcome.reason))
-            continue
-        failed = state.gate_or_none(time.perf_counter() - start)
-        if failed is not None:
-            return failed
-        if isinstance(message, msg.LoadFailed):
-            return compile_gate.load_failed("import", message.error, time.perf_counter() - start)
-        return message
+    """The runner's import of the candidate, its builds served; a failed gate or Imported."""
+    message = serve_builds(runner, state, start, compile_s, import_s, (msg.Imported,), "the import of the candidate")
+    return _settle(message, state, start, "import")
 
 
-def construct(runner: Sandboxed, reference: Reference, start: float, deadline: float) -> GateResult | None:
-    """ModelNew built in the runner from the reference worker's init values; a failed gate or None."""
-    init = reference.wait_init(deadline)
+def construct(runner: Sandboxed, reference: Reference, state: CompileState, start: float, compile_s: float,
+              wait_s: float) -> GateResult | None:
+    """ModelNew built in the runner from the reference worker's init values (its builds served); a failed
+    gate or None."""
+    init = reference.wait_init(time.monotonic() + wait_s)
     runner.send(msg.Init(init.values, init.arrays))
-    answer = receive(runner, deadline, (msg.Constructed, msg.LoadFailed), "the construction of ModelNew")
-    if isinstance(answer, msg.LoadFailed):
-        return compile_gate.load_failed("construct", answer.error, time.perf_counter() - start)
-    return None
+    message = serve_builds(runner, state, start, compile_s, wait_s, (msg.Constructed,), "the construction of ModelNew")
+    settled = _settle(message, state, start, "construct")
+    return settled if isinstance(settled, GateResult) else None
+
+
+def _settle(message, state: CompileState, start: float, phase: str):
+    if isinstance(message, GateResult):
+        return message
+    failed = state.gate_or_none(time.perf_counter() - start)
+    if failed is not None:
+        return failed
+    if isinstance(message, msg.LoadFailed):
+        return compile_gate.load_failed(phase, message.error, time.perf_counter() - start)
+    return message
 
 
 def peer_failure_gate(gate: str, failure: PeerFailure, seconds: float) -> GateResult:
     """A runner that broke protocol fails the hack gate; one that died, hung or raised fails ``gate``."""
-    if failure.kind == "malformed":
+    if failure.kind in ("malformed", "integrity"):
         return GateResult("hack", False, f"runtime integrity: {failure.reason}"[:300], seconds, detail=failure.detail)
     return GateResult(gate, False, failure.reason[:300], seconds, detail=failure.detail[:4000])

@@ -19,7 +19,7 @@ import numpy as np
 from verifier.gates.correctness import Tolerance, check_trials
 from verifier.gates.trial_data import TrialOutputs
 from verifier.monitor.peers import PeerFailure, call
-from verifier.monitor.reference import Reference
+from verifier.monitor.reference import Reference, ReferenceFailed
 from verifier.monitor.watch import Watch, inputs_changed
 from verifier.result import GateResult
 from verifier.sandbox.arena import Arena
@@ -41,30 +41,43 @@ class Peers:
     out_start: int
     watch: Watch
     staged: bool = False  # a device backend: Prime, Call, Collect (verifier.monitor.peers.call)
+    call_s: float = 120.0  # one candidate call (a hang is the candidate's)
+    budget_s: float = 120.0  # all of the candidate's calls in a phase (far too slow is the candidate's)
+    machine_s: float = 480.0  # one step of the reference worker (beyond it: the machine is overloaded)
     tolerance: Tolerance | None = None
     note: str = ""  # the runner's latest runtime note (the interpreter's autotune configs)
+    spent_ns: int = 0  # the candidate's calls so far in this phase
 
-    def stage(self, index: int, timing: bool, deadline: float) -> tuple[list, int]:
+    def stage(self, index: int, timing: bool) -> tuple[list, int]:
         """A trial's (or timed pair's) inputs drawn by the reference worker and copied, by the monitor,
         into the runner's arena; (their spec, the bytes they span)."""
-        spec = self.reference.draw(index, timing, deadline)
+        spec = self.reference.draw(index, timing, time.monotonic() + self.machine_s)
         span = _span(spec)
         data = self.reference_arena.map[:span]
         self.runner_arena.map[:span] = data
         self.reference_arena.map[:span] = data  # both sides' inputs last written by the monitor (same cache state)
         return spec, span
 
-    def candidate(self, spec: list, deadline: float, during: str):
-        answer = call(self.runner, self.runner_arena, spec, self.out_start, deadline, during, self.staged)
+    def candidate(self, spec: list, during: str):
+        began = time.monotonic_ns()
+        answer = call(self.runner, self.runner_arena, spec, self.out_start, time.monotonic() + self.call_s, during,
+                      self.staged)
+        self.spent_ns += time.monotonic_ns() - began
+        if self.spent_ns > self.budget_s * 1e9:
+            raise PeerFailure("timeout", f"the candidate's calls took more than {self.budget_s:.0f} s in all during "
+                                         f"{during} (far too slow?)")
         problem = self.watch.after_call(answer.native_calls)
         if problem:
             raise IntegrityProblem(problem)
         self.note = answer.note or self.note
         return answer
 
-    def reference_call(self, spec: list, deadline: float):
-        return call(self.reference.process, self.reference_arena, spec, self.out_start, deadline,
-                    "the reference's timing", self.staged)
+    def reference_call(self, spec: list):
+        try:
+            return call(self.reference.process, self.reference_arena, spec, self.out_start,
+                        time.monotonic() + self.machine_s, "the reference's timing", self.staged)
+        except PeerFailure as failure:
+            raise ReferenceFailed(f"reference worker failed: {failure.reason}") from None
 
 
 def _span(spec: list) -> int:
@@ -73,17 +86,17 @@ def _span(spec: list) -> int:
     return max((lay.offset + lay.span() for lay in layouts_in(spec, 1 << 62)), default=0)
 
 
-def run_trial(peers: Peers, trial, deadline: float, repeat: bool = False) -> list[TrialOutputs]:
+def run_trial(peers: Peers, trial, repeat: bool = False) -> list[TrialOutputs]:
     """One trial (twice when ``repeat``); its outputs, typed for the comparison."""
-    spec, span = peers.stage(trial.index, False, deadline)
+    spec, span = peers.stage(trial.index, False)
     where = f"trial {trial.index} ({trial.distribution} inputs)"
-    answer = peers.candidate(spec, deadline, where)
+    answer = peers.candidate(spec, where)
     if inputs_changed(peers.runner_arena, peers.reference_arena, span):
         raise IntegrityProblem("forward modified its inputs")
     results = [TrialOutputs(trial.index, trial.kind, trial.distribution, answer.dtypes, answer.outputs)]
     if repeat:
         peers.runner_arena.map[:span] = peers.reference_arena.map[:span]
-        again = peers.candidate(spec, deadline, where)
+        again = peers.candidate(spec, where)
         if not _agree(answer.outputs, again.outputs, peers):
             raise IntegrityProblem("two calls on the same input gave different outputs (nondeterministic, or "
                                    "the output depends on earlier calls)")
@@ -102,12 +115,12 @@ def _agree(first: tuple[np.ndarray, ...], second: tuple[np.ndarray, ...], peers:
     return True
 
 
-def correctness(peers: Peers, plan: list, tol: Tolerance, deadline: float, start: float) -> tuple[GateResult, int]:
+def correctness(peers: Peers, plan: list, tol: Tolerance, start: float) -> tuple[GateResult, int]:
     """The gate, and the number of trials skipped (reference non-finite for their distribution)."""
-    peers.tolerance = tol
+    peers.tolerance, peers.spent_ns = tol, 0
     outputs: list[TrialOutputs] = []
     for trial in [t for t in plan if t.kind in ("check", "perturb")]:
-        outputs += run_trial(peers, trial, deadline, repeat=trial.index == 0)
+        outputs += run_trial(peers, trial, repeat=trial.index == 0)
     problem = peers.watch.thread_problem("correctness")
     if problem:
         raise IntegrityProblem(problem)

@@ -25,8 +25,9 @@ MAX_ANSWER = 1 << 20  # a Done or CallFailed frame (layouts and a short error) i
 
 
 class PeerFailure(Exception):
-    """The peer did not answer as the protocol says: ``kind`` is "timeout", "died", "malformed" or
-    "raised" (the candidate's code raised; ``detail`` holds its frames)."""
+    """The peer did not answer as the protocol says: ``kind`` is "timeout", "died", "malformed",
+    "integrity" (the runner's contract check failed) or "raised" (the candidate's code raised;
+    ``detail`` holds its frames)."""
 
     def __init__(self, kind: str, reason: str, detail: str = "") -> None:
         super().__init__(reason)
@@ -64,6 +65,8 @@ def _send(process: Sandboxed, message, during: str) -> None:
 
 
 def _failed(answer: msg.CallFailed) -> PeerFailure:
+    if answer.integrity:
+        return PeerFailure("integrity", answer.error[:300], answer.error)
     last = answer.error.strip().splitlines()[-1] if answer.error.strip() else "an exception"
     return PeerFailure("raised", f"forward raised {last}"[:300], answer.error)
 

@@ -152,8 +152,9 @@ class Session:
                 return GateResult("compile", False, reason, time.perf_counter() - start)
             if not construct:
                 runner.send(msg.Stop())
-            failed = compile_phase.construct(runner, self.reference, start, time.monotonic() + s.timeout_s) \
+            failed = compile_phase.construct(runner, self.reference, state, start, s.compile_timeout_s, s.timeout_s) \
                 if construct else None
+            self._record_builds(state)
         except PeerFailure as failure:
             return compile_phase.peer_failure_gate("compile", failure, time.perf_counter() - start)
         if failed is not None:
@@ -168,7 +169,7 @@ class Session:
 
     def _peers(self) -> Peers:
         s = self.settings
-        self.reference.wait_done(time.monotonic() + s.timeout_s)
+        self.reference.wait_done(time.monotonic() + max(STARTUP_S, 4 * s.timeout_s))
         out_start = align(self.reference.input_bytes())
         size = out_start + align(self.reference.output_bytes() * 2 + 4096)
         runner_arena, reference_arena = Arena.create(size), Arena.create(size)
@@ -177,15 +178,15 @@ class Session:
         self.runner.process.send(msg.Attach(size), fds=(runner_arena.fd,))
         watch = Watch(self.runner.page, self.runner.process.pid(), s.threads, self.c.backend.must_launch)
         return Peers(self.runner.process, runner_arena, self.reference, reference_arena, out_start, watch,
-                     self.c.backend.staged_calls())
+                     self.c.backend.staged_calls(), call_s=s.timeout_s, budget_s=s.timeout_s,
+                     machine_s=max(STARTUP_S, 4 * s.timeout_s))
 
     def _correctness(self) -> GateResult:
         start, s = time.perf_counter(), self.settings
         tol = Tolerance(self.c.task.atol, self.c.task.rtol, s.trivial_margin)
-        self.deadline = time.monotonic() + s.timeout_s
         try:
             self.peers = self._peers()
-            gate, skipped = correctness(self.peers, trial_plan(s.correctness_trials), tol, self.deadline, start)
+            gate, skipped = correctness(self.peers, trial_plan(s.correctness_trials), tol, start)
         except PeerFailure as failure:
             return compile_phase.peer_failure_gate("correctness", failure, time.perf_counter() - start)
         except IntegrityProblem as problem:
@@ -201,7 +202,7 @@ class Session:
                                  s.plausibility_bound)
         try:
             gate, self.latency = timing.latency(self.peers, trial_plan(s.correctness_trials), plan, tol, self.seed,
-                                                self.deadline, self.reference.workload, self.peaks)
+                                                self.reference.workload, self.peaks)
         except PeerFailure as failure:
             return compile_phase.peer_failure_gate("latency", failure, time.perf_counter() - start)
         except IntegrityProblem as problem:

@@ -67,12 +67,11 @@ def mismatch(cand: tuple, ref: tuple, tol: Tolerance, rng: np.random.Generator |
     return ""
 
 
-def _pair(peers: Peers, index: int, trial, deadline: float, cand_first: bool) -> tuple:
-    spec, _ = peers.stage(trial.index if trial else index, trial is None, deadline)
+def _pair(peers: Peers, index: int, trial, cand_first: bool) -> tuple:
+    spec, _ = peers.stage(trial.index if trial else index, trial is None)
     results = {}
     for side in (("candidate", "reference") if cand_first else ("reference", "candidate")):
-        results[side] = peers.candidate(spec, deadline, "timing") if side == "candidate" else \
-            peers.reference_call(spec, deadline)
+        results[side] = peers.candidate(spec, "timing") if side == "candidate" else peers.reference_call(spec)
     cand, ref = results["candidate"], results["reference"]
     if cand.collect_ns > 3 * ref.collect_ns + LATE_WORK_NS:  # a device: work left running after "ran"
         raise IntegrityProblem(f"fetching the outputs took {cand.collect_ns / 1e6:.2f} ms, the reference's "
@@ -80,7 +79,7 @@ def _pair(peers: Peers, index: int, trial, deadline: float, cand_first: bool) ->
     return cand, ref
 
 
-def measure(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: int, deadline: float) -> PairedTimes:
+def measure(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: int) -> PairedTimes:
     pairs = timing.rounds * timing.calls_per_round
     audits = [t for t in plan if t.kind == "audit"]
     picks = random.Random(derive_seed(seed, "audit")).sample(range(pairs), min(pairs, len(audits) + EXTRA_FULL_CHECKS))
@@ -89,7 +88,7 @@ def measure(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: 
     order = random.Random(derive_seed(seed, "order"))
     sample_rng = np.random.default_rng(derive_seed(seed, "sample"))
     for w in range(timing.warmup_calls):
-        _pair(peers, w, None, deadline, True)
+        _pair(peers, w, None, True)
     cand_ms, ref_ms = [], []
     for r in range(timing.rounds):
         cand_first = order.random() < 0.5
@@ -97,7 +96,7 @@ def measure(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: 
         for c in range(timing.calls_per_round):
             p = r * timing.calls_per_round + c
             trial = audited.get(p)
-            cand, ref = _pair(peers, timing.warmup_calls + p, trial, deadline, cand_first)
+            cand, ref = _pair(peers, timing.warmup_calls + p, trial, cand_first)
             problem = mismatch(cand.outputs, ref.outputs, tol, None if p in full else sample_rng)
             if not problem and trial is not None:
                 problem = mismatch(cand.outputs, peers.reference.outputs(trial.index).arrays, tol, None)
@@ -111,14 +110,15 @@ def measure(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: 
     return PairedTimes(tuple(cand_ms), tuple(ref_ms))
 
 
-def latency(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: int, deadline: float,
+def latency(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: int,
             workload: Workload | None, peaks: MachinePeaks | None) -> tuple[GateResult, LatencyResult]:
     start = time.perf_counter()
-    times = measure(peers, plan, timing, tol, seed, deadline)
+    peers.spent_ns = 0
+    times = measure(peers, plan, timing, tol, seed)
     problem = peers.watch.thread_problem("timing")
     if problem:
         raise IntegrityProblem(problem)
-    post = [o for t in plan if t.kind == "post" for o in run_trial(peers, t, deadline)]
+    post = [o for t in plan if t.kind == "post" for o in run_trial(peers, t)]
     checks = check_trials(post, peers.reference.outputs, tol)
     if checks.mismatch:
         raise IntegrityProblem(f"outputs after the timed loop are wrong (call-count drift or replay): {checks.mismatch}")

@@ -91,7 +91,6 @@ class Runner:
         except BaseException as exc:  # the candidate's import failed (its builds' verdicts are the monitor's)
             self.send(msg.LoadFailed("import", candidate_error(exc)))
             return
-        client.closed = True  # builds happen at import only
         self.send(msg.Imported(client.count))
         if not start.construct:
             self.receive(msg.Stop)
@@ -99,6 +98,7 @@ class Runner:
         init, _ = self.receive(msg.Init)
         if not self.construct(model_new, init, start):
             return
+        client.closed = True  # builds happen at import and construction, never in forward
         self.send(msg.Constructed())
         self.observer.arm()
         self.serve()

@@ -36,8 +36,8 @@ class BuildClient:
     def build(self, loader: str, args: dict[str, Any]) -> str:
         """The path of the library the monitor built for this call ("" when nothing is loaded here)."""
         if self.closed:
-            raise NativeBuildError(f"{loader}: native code is built when the candidate is imported; call "
-                                   f"{loader} at module level (or from a helper called at import), not later")
+            raise NativeBuildError(f"{loader}: native code is built when the candidate is imported or ModelNew is "
+                                   f"constructed; call {loader} at module level or in __init__, not in forward")
         msg.send(self.channel, msg.BuildRequest(loader, args))
         reply, _ = msg.receive(self.channel, time.monotonic() + BUILD_WAIT_S, MAX_REPLY, (msg.BuildReply,))
         self.count += 1

@@ -145,6 +145,7 @@ class Collect:
 class CallFailed:
     KIND: ClassVar[str] = "call-failed"
     error: str
+    integrity: bool = False  # the runner's own contract checks (outputs not fresh), not an exception
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,7 @@ unsqueeze squeeze expand slice select split split_with_sizes chunk unbind narrow
 _to_copy to contiguous lift_fresh lift_fresh_copy unflatten flatten movedim _local_scalar_dense resize_ view_as
 sym_size sym_stride sym_numel sym_storage_offset is_contiguous dim size stride set_ _has_compatible_shallow_copy_type
 scalar_tensor expand_as reshape_as numel is_same_size is_nonzero item _pin_memory is_pinned record_stream
+resolve_conj resolve_neg conj _conj
 """.split())
 # operator namespaces that belong to torch (anything else is the candidate's own custom operator)
 TORCH_NAMESPACES = frozenset("""

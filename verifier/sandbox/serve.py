@@ -36,6 +36,7 @@ class CallServer:
         self.staged: list | None = None
         self.outputs: list | None = None
         self.pending_calls = 0  # native calls of a staged call, reported with its outputs
+        self.kept: list = []  # the last outputs, kept alive so that no fresh output can land on their storage
 
     def serve(self, other: Callable[[Any, list[int]], None] | None = None) -> None:
         """Answer commands until Stop; ``other`` handles the caller's own kinds (the reference's Draw)."""
@@ -72,9 +73,36 @@ class CallServer:
                 result = self.model(*inputs)
             self.synchronize()
             outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+            reused = self.reuse(outputs, inputs)
+            if reused:
+                return msg.CallFailed(reused, integrity=True)
             if request.staged:
                 self.outputs, self.pending_calls = outputs, self.calls() - before
                 return msg.Ran()
             return msg.Done(write_outputs(outputs, self.arena, request.out_start), self.calls() - before, self.note())
         except BaseException as exc:  # the model raised: its frames go to the monitor as data
             return msg.CallFailed(_error(exc))
+
+    def reuse(self, outputs: list, inputs: list) -> str:
+        """Outputs must be fresh tensors: not an input's storage, not an earlier output's (a static output
+        buffer skips the allocation and first touch the reference pays on every call)."""
+        import torch
+
+        fresh = [o for o in outputs if isinstance(o, torch.Tensor)]
+        for i, out in enumerate(fresh):
+            if any(isinstance(x, torch.Tensor) and _overlap(out, x) for x in inputs):
+                return f"output {i} aliases an input (outputs must be fresh tensors)"
+            if any(_overlap(out, old) for old in self.kept):
+                return f"output {i} reuses the storage of an earlier output (outputs must be fresh tensors on every call)"
+        self.kept = (self.kept + fresh)[-KEEP:]
+        return ""
+
+
+KEEP = 8
+
+
+def _overlap(a, b) -> bool:
+    sa, sb = a.untyped_storage(), b.untyped_storage()
+    a0, b0 = sa.data_ptr(), sb.data_ptr()
+    a1, b1 = a0 + sa.nbytes(), b0 + sb.nbytes()
+    return a1 > a0 and b1 > b0 and a0 < b1 and b0 < a1
