@@ -58,11 +58,13 @@ class Site:
         self.process: Sandboxed | None = None
 
     def policy(self, toolchains: tuple[str, ...] = (), read: tuple[str, ...] = (), devices: bool = False,
-               memory_mb: int = 0, file_mb: int = 0) -> tuple[isolation.Policy, Path]:
+               memory_mb: int = 0, file_mb: int = 0, threads: int = 0) -> tuple[isolation.Policy, Path]:
         import_root = isolation.prepare_import_root(self.work)
         writable = self.role not in READ_ONLY_ROLES
+        cpus = isolation.compute_cpus(threads) if threads else ()
         policy = isolation.build_policy(self.role, self.work, writable=writable, toolchains=toolchains, read=read,
-                                        import_root=import_root, devices=devices, memory_mb=memory_mb, file_mb=file_mb)
+                                        import_root=import_root, devices=devices, memory_mb=memory_mb, file_mb=file_mb,
+                                        cpus=cpus)
         isolation.hand_over(self.work, policy, writable)
         return policy, import_root
 
@@ -83,7 +85,7 @@ class RunnerSite(Site):
         os.chmod(self.libs, 0o755)
         self.page = ObserverPage(Arena.create(PAGE_BYTES, "evokernel-observer"))
         read = (str(self.libs),) + ((str(Path(spec.observer).parent),) if spec.observer else ())
-        policy, import_root = self.policy(spec.toolchains, read, spec.devices, spec.memory_mb, spec.file_mb)
+        policy, import_root = self.policy(spec.toolchains, read, spec.devices, spec.memory_mb, spec.file_mb, spec.threads)
         env = clean_env(spec.threads, self.work, import_root, spec.devices)
         page_fd = self.page.arena.fd
         self.process = Sandboxed([spec.python, "-m", "verifier.sandbox.candidate_runner", "{channel}", str(page_fd)],
@@ -106,7 +108,7 @@ class ReferenceSite(Site):
 
     def __init__(self, threads: int, memory_mb: int, devices: bool = False) -> None:
         super().__init__("reference", "evokernel-reference-")
-        policy, import_root = self.policy(devices=devices, memory_mb=memory_mb)
+        policy, import_root = self.policy(devices=devices, memory_mb=memory_mb, threads=threads)
         env = clean_env(threads, self.work, import_root, devices)
         self.process = Sandboxed([sys.executable, "-m", "verifier.sandbox.reference_worker", "{channel}", str(threads)],
                                  policy, self.work, env)

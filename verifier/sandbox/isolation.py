@@ -75,6 +75,7 @@ class Policy:
     strip_caps: bool = False
     memory_mb: int = 0  # RLIMIT_AS (0: unlimited)
     file_mb: int = 0  # RLIMIT_FSIZE (0: unlimited)
+    cpus: tuple[int, ...] = ()  # CPU affinity: the runner and the reference worker share the same cores
     notes: tuple[str, ...] = field(default=(), compare=False)  # mechanism, for the verdict
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -118,9 +119,15 @@ def _device_groups(devices: tuple[str, ...]) -> tuple[int, ...]:
     return tuple(sorted(groups))
 
 
+def compute_cpus(threads: int) -> tuple[int, ...]:
+    """The cores a runner and a reference worker with a budget of ``threads`` run on: the same ones, so a
+    candidate can use no more parallelism than the reference, whatever threads it starts."""
+    return tuple(sorted(os.sched_getaffinity(0))[:max(1, threads)])
+
+
 def build_policy(role: str, workdir: Path, *, writable: bool, toolchains: tuple[str, ...] = (),
                  read: tuple[str, ...] = (), import_root: Path | None = None, devices: bool = False,
-                 memory_mb: int = 0, file_mb: int = 0) -> Policy:
+                 memory_mb: int = 0, file_mb: int = 0, cpus: tuple[int, ...] = ()) -> Policy:
     """The policy of a ``role`` process working in ``workdir``; ``read``: further read-only paths
     (the runner's library directory, the observer); ``devices``: GPU/NPU nodes open to it."""
     if role not in ROLES:
@@ -139,7 +146,7 @@ def build_policy(role: str, workdir: Path, *, writable: bool, toolchains: tuple[
                   write=(*SYSTEM_WRITE, *((str(workdir),) if writable else ())), devices=nodes,
                   landlock_abi=abi, unavailable=why, uid=plan.uid, gid=plan.gid, strip_caps=plan.strip_caps,
                   groups=_device_groups(nodes) if plan.uid is not None else (), memory_mb=memory_mb, file_mb=file_mb,
-                  notes=tuple(n for n in notes if n), warnings=tuple(warnings))
+                  cpus=cpus, notes=tuple(n for n in notes if n), warnings=tuple(warnings))
 
 
 def describe(policy: Policy) -> Isolation:
@@ -192,6 +199,8 @@ def apply(policy: Policy) -> None:
     """Death with the launcher, limits, privileges, no_new_privs, Landlock, the builder's seccomp."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if policy.cpus:
+        os.sched_setaffinity(0, policy.cpus)
     mb = 1 << 20
     if policy.memory_mb:
         resource.setrlimit(resource.RLIMIT_AS, (policy.memory_mb * mb,) * 2)

@@ -19,7 +19,8 @@ Answered with an error instead (libraries probe these and fall back):
   runner's network namespace has no address either); perf_event_open -> EACCES; file metadata
   (chmod, chown, utime(s), utimensat, *xattr*, file_setattr) -> EPERM, because Landlock does not
   govern metadata and a process that keeps uid 0 without capabilities still owns root's files.
-Runner only (no process may come from candidate code): fork, vfork, clone without CLONE_THREAD,
+Runner only (no process may come from candidate code, no more cores than the launcher gave it:
+  sched_setaffinity -> EPERM): fork, vfork, clone without CLONE_THREAD,
   execve, execveat, setsid, setpgid, tkill, pidfd_send_signal, setting resource limits, and
   kill/tgkill of any other process are killed; clone3 answers ENOSYS so glibc falls back to clone, whose flags BPF can read. Threads
   (clone with CLONE_THREAD) stay: the OpenMP pool needs them.
@@ -60,6 +61,7 @@ KILLED = dict(
 NOSYS = dict(io_uring_setup=425, io_uring_enter=426, io_uring_register=427)
 NETWORK = dict(socket=41, socketpair=53)
 PERF = dict(perf_event_open=298)
+AFFINITY = dict(sched_setaffinity=203)  # the runner keeps the cores it was given (EPERM: libraries may try)
 METADATA = dict(chmod=90, fchmod=91, chown=92, fchown=93, lchown=94, utime=132, setxattr=188, lsetxattr=189,
                 fsetxattr=190, removexattr=197, lremovexattr=198, fremovexattr=199, utimes=235, fchownat=260,
                 futimesat=261, fchmodat=268, utimensat=280, fchmodat2=452, setxattrat=463, removexattrat=466,
@@ -96,6 +98,8 @@ def program(profile: str, own_pid: int = 0) -> list[tuple[int, int, int, int]]:
     prog += [("jeq", nr, "enosys") for nr in NOSYS.values()]
     prog += [("jeq", nr, "eacces") for nr in (*NETWORK.values(), *PERF.values())]
     prog += [("jeq", nr, "eperm") for nr in METADATA.values()]
+    if profile == RUNNER:
+        prog += [("jeq", nr, "eperm") for nr in AFFINITY.values()]
     if profile == RUNNER:
         prog += [("jeq", PRLIMIT64, "prlimit"), ("jeq", CLONE3, "enosys"), ("jeq", CLONE, "clone"), ("jeq", KILL, "own_pid"),
                  ("jeq", TGKILL, "own_pid")]
