@@ -1,5 +1,6 @@
-"""Ascend C builds and availability without hardware: the real build code runs stub CANN tools
-(written by the test onto a fake CANN root / PATH) that record their command lines."""
+"""Ascend C builds and availability without hardware: the real build code (what the monitor's builder
+runs, verifier.backends.ascendc.build_job) runs stub CANN tools (written by the test onto a fake CANN
+root / PATH) that record their command lines."""
 
 from __future__ import annotations
 
@@ -10,9 +11,24 @@ import pytest
 
 from cann_stubs import candidate, install_stub_cann, read_log, scaffold_example
 from verifier.backends.ascendc import AscendCBackend
+from verifier.backends.ascendc.build import BUILDERS, project_dir
+from verifier.backends.ascendc.candidate import parse_candidate
 from verifier.backends.ascendc.toolchain import locate_cann, toolchain_problem
+from verifier.backends.base import BuildRejected
 
 ROOT_VARS = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_INSTALL_PATH", "ASCEND_CANN_PACKAGE_PATH")
+
+
+class Built:
+    def __init__(self, result) -> None:
+        self.ok, self.diagnostics = result.ok, result.feedback
+        self.artifacts = (str(result.library),) if result.library else ()
+
+
+def build(source: str, build_dir: Path, timeout_s: float) -> Built:
+    """What the builder does for an Ascend C candidate (verifier.backends.ascendc.build_job.main)."""
+    candidate = parse_candidate(source)
+    return Built(BUILDERS[candidate.format](candidate, locate_cann(), project_dir(build_dir, candidate), timeout_s))
 
 
 @pytest.fixture
@@ -29,7 +45,7 @@ def stub_cann(tmp_path, monkeypatch):
 
 def test_direct_launch_command_lines(stub_cann, tmp_path):
     root, log = stub_cann
-    outcome = AscendCBackend().compile(scaffold_example(), tmp_path / "build", 60)
+    outcome = build(scaffold_example(), tmp_path / "build", 60)
     assert outcome.ok, outcome.diagnostics
     calls = read_log(log)
     assert [c["tool"] for c in calls] == ["bisheng", "bisheng", "bisheng"]
@@ -48,14 +64,14 @@ def test_direct_launch_command_lines(stub_cann, tmp_path):
 def test_soc_version_selects_the_npu_arch(stub_cann, tmp_path, monkeypatch):
     monkeypatch.setenv("SOC_VERSION", "Ascend310P3")
     _, log = stub_cann
-    assert AscendCBackend().compile(scaffold_example(), tmp_path / "b", 60).ok
+    assert build(scaffold_example(), tmp_path / "b", 60).ok
     assert read_log(log)[0]["argv"][1] == "--npu-arch=dav-2002"
 
 
 def test_compiler_errors_become_feedback_with_project_paths(stub_cann, tmp_path):
     _, log = stub_cann
     bad = scaffold_example().replace("AscendC::Relu(y, x, tileLen);", "AscendC::NO_SUCH_API(y, x, tileLen);")
-    outcome = AscendCBackend().compile(bad, tmp_path / "build", 60)
+    outcome = build(bad, tmp_path / "build", 60)
     assert not outcome.ok
     assert "ascendc kernel failed (exit 1)" in outcome.diagnostics
     assert "kernel/relu_custom.cpp:" in outcome.diagnostics and str(tmp_path) not in outcome.diagnostics
@@ -71,7 +87,7 @@ OP_FILES = ('{"add_custom.json": "[]", "op_host/add_custom_tiling.h": "// t", "o
 def test_operator_project_runs_msopgen_build_install_and_a_private_binding(stub_cann, tmp_path):
     _, log = stub_cann
     source = 'KERNEL = "// kernel"\n' + candidate(OP_FILES, fmt="operator-project", op="add_custom")
-    outcome = AscendCBackend().compile(source, tmp_path / "build", 60)
+    outcome = build(source, tmp_path / "build", 60)
     assert outcome.ok, outcome.diagnostics
     calls = read_log(log)
     assert [c["tool"] for c in calls] == ["msopgen", "build.sh", "bisheng", "bisheng"]
@@ -89,7 +105,7 @@ def test_operator_project_runs_msopgen_build_install_and_a_private_binding(stub_
 
 def test_operator_project_build_failure_is_reported(stub_cann, tmp_path):
     source = 'KERNEL = "NO_SUCH_API"\n' + candidate(OP_FILES, fmt="operator-project", op="add_custom")
-    outcome = AscendCBackend().compile(source, tmp_path / "build", 60)
+    outcome = build(source, tmp_path / "build", 60)
     assert not outcome.ok and "ascendc build.sh failed (exit 1)" in outcome.diagnostics
     assert "no member named 'NO_SUCH_API'" in outcome.diagnostics
 
@@ -104,10 +120,10 @@ def test_no_cann_means_unavailable_and_never_compiled(tmp_path, monkeypatch):
         pytest.skip("this machine has a CANN install")
     assert not availability.available
     assert availability.line().startswith("ascendc: unavailable: CANN toolkit not found")
-    outcome = AscendCBackend().compile(scaffold_example(), tmp_path / "b", 60)
-    assert not outcome.ok and outcome.diagnostics.startswith("ascendc: unavailable:")
+    with pytest.raises(BuildRejected, match="ascendc: unavailable"):
+        AscendCBackend().compile_jobs(scaffold_example(), {})
     with pytest.raises(RuntimeError, match="ascendc: unavailable"):
-        AscendCBackend().load(scaffold_example(), tmp_path / "b")
+        AscendCBackend().load(scaffold_example(), str(tmp_path / "b"))
 
 
 def test_cann_without_torch_npu_compiles_but_is_unavailable(stub_cann):

@@ -1,10 +1,9 @@
 """The CUDA and Triton backends through the real verifier on a GPU (CI has none: skipped there).
 
 An honest ReLU kernel must pass every gate for real (none "unavailable here") with a measured
-speedup; the same kernel with a wrong constant must fail correctness. The device hooks the
-sandbox child relies on are checked directly too: device() is "cuda", placement moves inputs
-there, the per-call contract rejects an output left on the CPU, and the timer (CUDA events
-after an L2 flush) measures queued device work.
+speedup (the runner and the reference worker both on the GPU, each call primed, timed and collected
+by the monitor: verifier.sandbox.serve); the same kernel with a wrong constant must fail correctness;
+torch compute added to forward is observed on the device.
 """
 
 from __future__ import annotations
@@ -55,27 +54,14 @@ def test_honest_kernel_passes_with_a_speedup_and_a_wrong_one_fails_correctness(b
 
 
 @pytest.mark.parametrize("backend", ["cuda", "triton"])
-def test_device_hooks_place_check_and_time_on_the_gpu(backend):
-    import torch
+def test_torch_compute_in_forward_is_observed_on_the_gpu(backend):
+    """The runner's ATen observer sees a device op too: a kernel that adds torch.relu after its launch
+    fails the hack gate at run time (the static check that would refuse it first is off)."""
+    from verifier.api import verify
+    from verifier.gates.hack_python import CHECKS
+    from verifier.settings import VerifySettings
 
-    from verifier import cpu_native
-    from verifier.backends import get_backend
-    from verifier.sandbox import device_io, integrity
-
-    impl = get_backend(backend)
-    device = device_io.device_of(impl)
-    assert device.type == "cuda"
-    x = device_io.place([torch.randn(1024), 2], device)
-    assert x[0].is_cuda and x[1] == 2
-
-    class LeavesOnCpu(torch.nn.Module):
-        def forward(self, t):
-            cpu_native.CALLS[0] += 1
-            return torch.empty(t.shape)  # allocated on the CPU: not where the backend runs
-
-    with pytest.raises(integrity.IntegrityError, match="expected cuda"):
-        integrity.guarded_call(LeavesOnCpu(), x, [], device, impl.synchronize)
-    timer = impl.timer()
-    short = min(timer(lambda: torch.cuda._sleep(1_000)) for _ in range(3))
-    long = min(timer(lambda: torch.cuda._sleep(5_000_000)) for _ in range(3))
-    assert long > 5 * short and long > 0.1  # ms: events see the queued device work
+    cheating = example(backend) + ("\n\n_Kernel = ModelNew\n\n\nclass ModelNew(_Kernel):\n"
+                                   "    def forward(self, *args):\n        return torch.relu(super().forward(*args))\n")
+    verdict = verify(relu_task(backend), cheating, backend, VerifySettings(disabled_checks=tuple(CHECKS)))
+    assert verdict.failed_gate == "hack" and "torch compute observed in forward" in verdict.feedback, verdict.feedback

@@ -1,4 +1,5 @@
-"""Triton backend without a GPU: AOT compile for sm_90 and interpreter correctness (needs triton)."""
+"""Triton backend without a GPU: AOT compile for sm_90 in the confined builder, and interpreter
+correctness (needs triton)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import ast
 
 import pytest
 import torch
+from build_jobs import build_own
 from fresh_python import run_fresh
 
 from verifier.backends.scaffolds import fenced_blocks, scaffold_sections
@@ -25,17 +27,19 @@ def restore_interpreter_flag(monkeypatch):
 
 
 def test_scaffold_example_compiles_ahead_of_time_for_sm90(tmp_path):
-    outcome = TritonBackend().compile(scaffold_example(), tmp_path, 120)
-    assert outcome.ok, outcome.diagnostics
-    assert outcome.diagnostics.startswith("relu_kernel: cubin for sm_90 (BLOCK_SIZE=1024)")
+    outcome = build_own(TritonBackend(), scaffold_example(), tmp_path, 120)
+    assert outcome.ok, outcome.detail
+    assert outcome.note.startswith("relu_kernel: cubin for sm_90 (BLOCK_SIZE=1024)")
+    again = build_own(TritonBackend(), scaffold_example(), tmp_path, 120)
+    assert again.ok and again.cached and again.note == outcome.note
 
 
 def test_compile_errors_carry_tritons_caret(tmp_path):
     bad = scaffold_example().replace("BLOCK_SIZE = 1024", "BLOCK_SIZE = 1000")
-    outcome = TritonBackend().compile(bad, tmp_path, 120)
-    assert not outcome.ok
-    assert "kernel relu_kernel: CompilationError" in outcome.diagnostics
-    assert "arange's range must be a power of 2" in outcome.diagnostics and "^" in outcome.diagnostics
+    outcome = build_own(TritonBackend(), bad, tmp_path, 120)
+    assert not outcome.ok and outcome.gate == "compile"
+    assert "kernel relu_kernel: CompilationError" in outcome.detail
+    assert "arange's range must be a power of 2" in outcome.detail and "^" in outcome.detail
 
 
 MATMUL = '''
@@ -63,22 +67,22 @@ class ModelNew(nn.Module):
 
 
 def test_shared_memory_beyond_the_hardware_limit_is_a_compile_error(tmp_path):
-    outcome = TritonBackend().compile(MATMUL.replace("class ModelNew", "BLK = 128\nclass ModelNew"), tmp_path, 300)
-    assert not outcome.ok and "out of resources: shared memory" in outcome.diagnostics
-    small = TritonBackend().compile(MATMUL.replace("class ModelNew", "BLK = 32\nclass ModelNew"), tmp_path, 300)
-    assert small.ok, small.diagnostics
+    outcome = build_own(TritonBackend(), MATMUL.replace("class ModelNew", "BLK = 128\nclass ModelNew"), tmp_path)
+    assert not outcome.ok and "out of resources: shared memory" in outcome.detail
+    small = build_own(TritonBackend(), MATMUL.replace("class ModelNew", "BLK = 32\nclass ModelNew"), tmp_path)
+    assert small.ok, small.detail
 
 
 def test_compile_never_runs_the_candidates_top_level_code(tmp_path):
     hostile = scaffold_example() + "\nraise SystemExit('top-level code ran')\nopen('/tmp/x', 'w')\n"
     kept = kernels_only_source(ast.parse(hostile))
     assert "SystemExit" not in kept and "class ModelNew" not in kept and "def relu_kernel" in kept
-    assert TritonBackend().compile(hostile, tmp_path, 120).ok
+    assert build_own(TritonBackend(), hostile, tmp_path, 120).ok
 
 
 def test_a_candidate_without_kernels_fails_compile(tmp_path):
-    outcome = TritonBackend().compile("import torch\nclass ModelNew(torch.nn.Module):\n    pass\n", tmp_path, 60)
-    assert not outcome.ok and "no @triton.jit kernel" in outcome.diagnostics
+    outcome = build_own(TritonBackend(), "import torch\nclass ModelNew(torch.nn.Module):\n    pass\n", tmp_path, 60)
+    assert not outcome.ok and "no @triton.jit kernel" in outcome.detail
 
 
 def test_interpreter_runs_an_honest_kernel_correctly_and_a_wrong_one_wrongly(tmp_path):
@@ -89,8 +93,8 @@ def test_interpreter_runs_an_honest_kernel_correctly_and_a_wrong_one_wrongly(tmp
     example = {scaffold_example()!r}
     backend = TritonBackend()
     x = torch.randn(3000, device=backend.device())
-    honest = backend.load(example, Path({str(tmp_path)!r}) / "a")
-    wrong = backend.load(example.replace("tl.maximum(x, 0.0)", "tl.maximum(x, 0.1)"), Path({str(tmp_path)!r}) / "b")
+    honest = backend.load(example, {str(tmp_path / "a")!r})
+    wrong = backend.load(example.replace("tl.maximum(x, 0.0)", "tl.maximum(x, 0.1)"), {str(tmp_path / "b")!r})
     print(json.dumps({{"device": backend.device(), "honest": torch.equal(honest()(x), torch.relu(x)),
                       "wrong": torch.allclose(wrong()(x), torch.relu(x))}}))
     """

@@ -1,24 +1,20 @@
-"""Triton without a GPU, the mechanisms behind an honest candidate's pass: the AOT compile in a
-fork (so the interpreter still runs triton's @jit standard library), one triton mode per process,
-@triton.autotune configs taken in turn instead of benchmarked, and jit device helpers compiled
-inside their callers. Also the fork helper itself."""
+"""Triton without a GPU, the mechanisms behind an honest candidate's pass: the AOT compile in the
+builder (a process of its own, compiled mode) while the runner interprets (so the interpreter runs
+triton's @jit standard library), one triton mode per process, @triton.autotune configs taken in turn
+instead of benchmarked, and jit device helpers compiled inside their callers."""
 
 from __future__ import annotations
 
 import ast
-import faulthandler
-import os
-import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
+from build_jobs import build_own
 from fresh_python import run_fresh
 
 from verifier.api import verify
-from verifier.backends.forked import call_forked
 from verifier.backends.triton_aot import device_functions
 from verifier.backends.triton_backend import TritonBackend, triton_version
 from verifier.settings import VerifySettings
@@ -88,35 +84,6 @@ def restore_interpreter_flag(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
 
 
-# ---- the fork --------------------------------------------------------------------------------
-def test_a_forked_call_returns_its_value_and_leaves_the_caller_untouched():
-    def work():
-        os.environ["EVOKERNEL_FORK_PROBE"] = "set in the fork"
-        return {"pid": os.getpid(), "items": [1, 2]}
-
-    result = call_forked(work, 30, "the probe")
-    assert result.failure == "" and result.value["items"] == [1, 2] and result.value["pid"] != os.getpid()
-    assert "EVOKERNEL_FORK_PROBE" not in os.environ
-
-
-def test_a_forked_call_reports_an_exception_a_crash_and_a_timeout():
-    def boom():
-        raise ValueError("bad kernel")
-
-    raised = call_forked(boom, 30, "the probe")
-    assert raised.value is None and raised.failure.startswith("the probe raised:") and "ValueError: bad kernel" in raised.failure
-    def segfault():
-        faulthandler.disable()  # pytest's handler would print the worker's stack from the fork
-        os.kill(os.getpid(), signal.SIGSEGV)
-
-    crashed = call_forked(segfault, 30, "the probe")
-    assert crashed.failure == "the probe died with SIGSEGV"
-    start = time.monotonic()
-    hung = call_forked(lambda: time.sleep(60), 0.5, "the probe")
-    assert hung.failure == "the probe timed out after 0.5 s"
-    assert time.monotonic() - start < 10
-
-
 # ---- one mode per process --------------------------------------------------------------------
 @needs_triton
 def test_a_process_keeps_the_mode_of_its_first_triton_import(tmp_path):
@@ -139,24 +106,12 @@ def test_a_process_keeps_the_mode_of_its_first_triton_import(tmp_path):
 
 @needs_triton
 @no_gpu
-def test_the_interpreter_runs_triton_stdlib_kernels_after_the_aot_compile(tmp_path):
-    """The child's order (compile, then load and run interpreted) in one fresh process."""
-    result = run_fresh(f"""
-    import json, sys, torch
-    from pathlib import Path
-    from verifier.backends.triton_backend import TritonBackend
-    backend = TritonBackend()
-    built = backend.compile({SOFTMAX!r}, Path({str(tmp_path)!r}) / "build", 300)
-    imported_by_compile = "triton" in sys.modules
-    backend.before_sandbox()
-    model = backend.load({SOFTMAX!r}, Path({str(tmp_path)!r}) / "build")()
-    x = torch.randn(8, 64)
-    print(json.dumps({{"ok": built.ok, "text": built.diagnostics, "imported_by_compile": imported_by_compile,
-                      "close": torch.allclose(model(x), torch.softmax(x, dim=1), atol=1e-5)}}))
-    """, tmp_path)
-    assert result["ok"], result["text"]
-    assert not result["imported_by_compile"]  # the compile's compiled-mode triton stayed in its fork
-    assert result["close"]
+def test_the_interpreter_runs_triton_stdlib_kernels_while_the_builder_compiles(verifier_cache):
+    """The builder compiles the kernels (compiled mode) and the runner runs them interpreted: two
+    processes, so neither mode gets in the other's way."""
+    verdict = verify(make_task(SOFTMAX_TASK, "test/softmax_rows"), SOFTMAX, "triton", VerifySettings.for_tests(verifier_cache))
+    assert [(g.name, g.passed) for g in verdict.gates[:3]] == [("hack", True), ("compile", True), ("correctness", True)]
+    assert "_row_max: device function, compiled inside softmax_kernel" in verdict.gate("compile").detail
 
 
 # ---- @triton.autotune under the interpreter ----------------------------------------------------
@@ -209,10 +164,10 @@ def forward(x):
 @needs_triton
 def test_a_device_helper_compiles_inside_its_caller_and_its_errors_still_fail(tmp_path):
     backend = TritonBackend()
-    outcome = backend.compile(SOFTMAX, tmp_path / "ok", 300)
-    assert outcome.ok, outcome.diagnostics
-    assert "_row_max: device function, compiled inside softmax_kernel" in outcome.diagnostics
+    outcome = build_own(backend, SOFTMAX, tmp_path / "ok", 300)
+    assert outcome.ok, outcome.detail
+    assert "_row_max: device function, compiled inside softmax_kernel" in outcome.note
     broken = SOFTMAX.replace("return tl.max(x, axis=0)", "return tl.max(x, axis=0) + tl.arange(0, 100)")
-    failed = backend.compile(broken, tmp_path / "broken", 300)
-    assert not failed.ok and failed.diagnostics.startswith("kernel softmax_kernel:"), failed.diagnostics
-    assert "arange's range must be a power of 2" in failed.diagnostics
+    failed = build_own(backend, broken, tmp_path / "broken", 300)
+    assert not failed.ok and failed.detail.startswith("kernel softmax_kernel:"), failed.detail
+    assert "arange's range must be a power of 2" in failed.detail

@@ -207,9 +207,17 @@ class CudaBackend(Backend):
         return cuda_policy.units(job, records, library)
 
     def build_failure(self, job: BuildJob, output: str) -> str:
-        text = trim_diagnostics(output, strip_prefixes=(sys.prefix,))
-        hints = [hint for key, hint in _HINTS.items() if key in output]
-        return text + "".join(f"\nhint: {h}" for h in hints) + (f"\n{job.note}" if job.note else "")
+        """Each failed tool's trimmed output under its header (verifier.backends.cuda_build prints them)."""
+        parts = []
+        for section in re.split(r"(?m)^(?=\S+ failed \(exit -?\d+\):$)", output):
+            head, _, body = section.partition("\n")
+            if not re.fullmatch(r"\S+ failed \(exit -?\d+\):", head):
+                continue
+            hints = [hint for key, hint in _HINTS.items() if key in body]
+            parts.append(f"{head}\n{trim_diagnostics(body, strip_prefixes=(sys.prefix,))}"
+                         + "".join(f"\nhint: {h}" for h in hints))
+        text = "\n".join(parts) or trim_diagnostics(output, strip_prefixes=(sys.prefix,))
+        return text + (f"\n{job.note}" if job.note else "")
 
     def build_success(self, job: BuildJob, output: str) -> str:
         summary = ptxas_summary(output)

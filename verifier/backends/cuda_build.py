@@ -80,7 +80,9 @@ def main(argv: list[str]) -> int:
     with ThreadPoolExecutor(max_workers=2) as pool:
         runs = list(pool.map(lambda a: run_tool(a, work, 3600.0), jobs))
     for run in runs:
-        print(run.stdout + run.stderr, file=sys.stderr)
+        tool = Path(run.argv[0]).name
+        head = f"{tool} failed (exit {run.returncode}):\n" if not run.ok else ""
+        print(head + run.stderr + run.stdout, file=sys.stderr)
     cuda_policy.write_records((ext,), work)
     return 0 if all(r.ok for r in runs) else 1
 

@@ -196,7 +196,7 @@ def device_functions(module_tree: ast.Module, names: set[str]) -> dict[str, str]
 def compile_candidate(module_tree: ast.Module, build_dir: Path, capability: int) -> dict[str, Any]:
     """Import the candidate's kernels (compiled mode) and AOT-compile each launched one.
 
-    Returns {"ok": bool, "text": diagnostics or build summary} (JSON, see verifier.backends.forked).
+    Returns {"ok": bool, "text": diagnostics or build summary} (JSON: verifier.backends.triton_build writes it).
     """
     source = kernels_only_source(module_tree)
     try:

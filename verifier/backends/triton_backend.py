@@ -25,7 +25,7 @@ from verifier.backends.gpu_timing import gpu_present
 from verifier.backends.pymodule import import_candidate, model_new_class
 from verifier.backends.scaffolds import read_scaffold
 from verifier.backends.small_shapes import shrink_task_source
-from verifier.backends.triton_build import aot_job
+from verifier.backends.triton_build import aot_job, judge
 from verifier.backends.triton_import_slice import kernels_only_source
 from verifier.backends.triton_modes import autotune_report, rotate_autotune_configs, turn_per_input, use_mode
 
@@ -117,11 +117,9 @@ class TritonBackend(Backend):
             return ()  # on a GPU, Triton compiles each kernel at its first launch in the runner
         return (aot_job(candidate_source, _capability(), triton_version() or "?", ()),)
 
-    def build_success(self, job: BuildJob, output: str) -> str:
-        return "; ".join(line.strip() for line in output.strip().splitlines()[:6])[:300]
-
-    def build_failure(self, job: BuildJob, output: str) -> str:
-        return output.strip()[-4000:] or "the triton ahead-of-time compile failed"
+    def judge_build(self, job: BuildJob, code: int, output: str, records: dict[str, bytes]) -> tuple[bool, str]:
+        ok, text = judge(code, output, records)
+        return ok, ("; ".join(line.strip() for line in text.splitlines()[:6])[:300] if ok else text)
 
     def load(self, candidate_source: str, workdir: str) -> type:
         if triton_version() is None:

@@ -20,14 +20,27 @@ from pathlib import Path
 from verifier.backends.base import BuildJob
 
 JOB_VERSION = "1"
+RESULT = "result.json"
 
 
 def aot_job(candidate_source: str, capability: int, triton_version: str, toolchains: tuple[str, ...]) -> BuildJob:
     job = {"source": candidate_source, "capability": capability}
     key = hashlib.sha256(json.dumps({**job, "triton": triton_version, "v": JOB_VERSION}, sort_keys=True).encode()).hexdigest()
     return BuildJob(key, "triton kernels", (("job.json", json.dumps(job)),),
-                    (sys.executable, "-m", "verifier.backends.triton_build", "job.json"), toolchains=toolchains,
-                    python=True)
+                    (sys.executable, "-m", "verifier.backends.triton_build", "job.json"), records=(RESULT,),
+                    toolchains=toolchains, python=True)
+
+
+def judge(code: int, output: str, records: dict[str, bytes]) -> tuple[bool, str]:
+    """(passed, the compile's summary or errors) from the builder's result file (its log also holds
+    Triton's own warnings)."""
+    try:
+        result = json.loads(records.get(RESULT) or b"{}")
+    except ValueError:
+        result = {}
+    if "ok" not in result:
+        return False, "the triton ahead-of-time compile failed: " + (output.strip().splitlines() or ["no output"])[-1][:300]
+    return bool(result["ok"]) and code == 0, str(result.get("text", ""))[:4000]
 
 
 def main(argv: list[str]) -> int:
@@ -37,7 +50,7 @@ def main(argv: list[str]) -> int:
     job = json.loads(Path(argv[1]).read_text())
     use_mode(False)
     result = compile_candidate(ast.parse(job["source"]), Path.cwd(), int(job["capability"]))
-    print(str(result["text"]), file=sys.stderr)
+    Path(RESULT).write_text(json.dumps({"ok": bool(result["ok"]), "text": str(result["text"])}))
     return 0 if result["ok"] else 1
 
 

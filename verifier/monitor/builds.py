@@ -111,7 +111,7 @@ class BuildService:
             process = site.start(job.argv, job.python, (*self.backend.sandbox_paths(), *job.toolchains),
                                  limits.threads, limits.memory_mb, limits.file_mb, dict(job.env))
             code = process.wait(timeout_s)
-            output = process.log_text(MAX_LOG)
+            output = process.log_text(MAX_LOG).replace(f"{site.work}/", "")  # no private paths in feedback
             if code is None:
                 process.kill()
                 return BuildOutcome(False, "compile", f"compile timed out after {timeout_s:.0f} s",
