@@ -1,23 +1,23 @@
-"""The hack gate's build tier and the compile cache's trust, with the real compiler: checks on the
-preprocessed candidate code and on undefined symbols, the directive checks before preprocessing,
-and cache entries that only ever hold what the trusted parent verified."""
+"""The hack gate's build tier and the build cache's trust, with the real compiler: checks on the
+preprocessed candidate code and on undefined symbols, the directive checks before preprocessing, and
+cache entries that only ever hold what the monitor built and checked itself."""
 
 from __future__ import annotations
 
-import hashlib
+import os
 import shutil
 import subprocess
 
 import pytest
-from verifier_corpus import corpus
+from build_jobs import build_call
 
 from verifier import cpu_native
+from verifier.backends.base import BuiltUnit
+from verifier.backends.cpu import CpuBackend
 from verifier.gates.hack_build import candidate_lines, check_units, include_findings, policy_gate, preprocessed_findings
 from verifier.gates.hack_native import run_native_checks
 from verifier.gates.native_symbols import classify, undefined_symbols
-from verifier.native_sources import extract
-from verifier.backends.base import BuiltUnit
-from verifier.sandbox.compile_cache import CacheEntry, CompileCache, hash_artifacts
+from verifier.monitor.build_cache import BuildCache
 
 RELU = 'extern "C" void relu(const float* x, float* y, long n) { for (long i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0; }\n'
 ROOTS = ("/usr", "/lib")
@@ -52,20 +52,6 @@ def test_findings_name_the_line_of_the_candidate_source(tmp_path):
     result, _ = _built(source, tmp_path)
     lines = {f.line for f in preprocessed_findings(result.preprocessed, "x")}
     assert 6 in lines  # the call; line 3 is the declaration
-
-
-def test_every_honest_fixture_passes_the_build_checks(tmp_path):
-    """Every honest cpu/cuda fixture's sources resolve statically (build helpers included); the cpu ones'
-    load_c sources, the ones g++ builds here, pass the build-tier checks."""
-    honest = [e for e in corpus() if e.kind == "honest" and e.backend in ("cpu", "cuda")]  # triton: no C/C++
-    extracted = {e.name: extract(e.path.read_text()) for e in honest}
-    assert all(extracted.values()), [name for name, found in extracted.items() if not found]
-    cpu = {e.name for e in honest if e.backend == "cpu"}
-    sources = [s.code for name, found in extracted.items() if name in cpu for s in found if s.loader == "load_c"]
-    assert len(sources) >= 8 and extracted["honest_cpu_build_helper_params"][0].via
-    for code in sources:
-        _, findings = _built(code, tmp_path)
-        assert not findings, findings
 
 
 def test_includes_outside_the_toolchain_are_refused():
@@ -120,46 +106,62 @@ def test_policy_gate_is_a_failed_hack_gate():
     assert gate.detail.endswith("... and 1 more")
 
 
-# ---- the compile cache --------------------------------------------------------------------------
+# ---- the build cache and the build service -------------------------------------------------------
 
-def _entry(build, key="k1", path="cpu/k1", files=("cpu/k1/kernel.so", "cpu/k1/preprocessed.json")):
-    for rel in files:
-        (build / rel).parent.mkdir(parents=True, exist_ok=True)
-        (build / rel).write_bytes(rel.encode())
-    return CacheEntry(key, path), hash_artifacts(build, [str(build / path)])
-
-
-def test_cache_round_trip_copies_only_verified_bytes(tmp_path):
-    build, cache = tmp_path / "build", CompileCache(tmp_path / "cache")
-    entry, reported = _entry(build)
-    assert set(reported) == {"cpu/k1/kernel.so", "cpu/k1/preprocessed.json"}
-    assert cache.ingest([entry], build, reported) == [entry]
-    fresh = tmp_path / "fresh"
-    assert cache.seed([entry], fresh) == [entry]
-    assert (fresh / "cpu/k1/kernel.so").read_bytes() == b"cpu/k1/kernel.so"
-
-
-def test_cache_refuses_files_changed_or_linked_after_the_report(tmp_path):
-    build, cache = tmp_path / "build", CompileCache(tmp_path / "cache")
-    entry, reported = _entry(build)
-    (build / "cpu/k1/kernel.so").write_bytes(b"planted")
-    assert cache.ingest([entry], build, reported) == []
-    secret = tmp_path / "secret"
-    secret.write_bytes(b"cpu/k1/kernel.so")  # same bytes as reported, but reached through a link
-    (build / "cpu/k1/kernel.so").unlink()
-    (build / "cpu/k1/kernel.so").symlink_to(secret)
-    assert cache.ingest([entry], build, reported) == [] and not list((tmp_path / "cache").rglob("MANIFEST.json"))
-
-
-def test_cache_ignores_reports_outside_the_entry_and_drops_damaged_entries(tmp_path):
-    build, cache = tmp_path / "build", CompileCache(tmp_path / "cache")
-    entry, reported = _entry(build)
-    assert cache.ingest([entry], build, {"other/file": "0" * 64}) == []
-    assert cache.ingest([CacheEntry("k2", "../escape")], build, reported) == []
-    cache.ingest([entry], build, reported)
-    stored = next((tmp_path / "cache").rglob("kernel.so"))
+def test_cache_round_trip_and_damaged_or_linked_entries_are_dropped(tmp_path):
+    cache = BuildCache(tmp_path)
+    key = "ab" * 32
+    assert cache.get(key) is None and cache.put(key, {"kernel.so": b"lib", "units.json": b"{}"})
+    assert cache.get(key) == {"kernel.so": b"lib", "units.json": b"{}"}
+    stored = next(tmp_path.rglob("kernel.so"))
     stored.write_bytes(b"damaged at rest")
-    assert cache.seed([entry], tmp_path / "fresh") == [] and not stored.exists()
-    assert cache.ingest([entry], build, reported) == [entry]  # rebuilt and cached again
-    assert hashlib.sha256(next((tmp_path / "cache").rglob("kernel.so")).read_bytes()).hexdigest() == \
-        reported["cpu/k1/kernel.so"]
+    assert cache.get(key) is None and not stored.exists()  # dropped: the next build replaces it
+    assert cache.put(key, {"kernel.so": b"lib", "units.json": b"{}"})
+    stored = next(tmp_path.rglob("kernel.so"))
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"lib")  # the same bytes, reached through a link
+    stored.unlink()
+    stored.symlink_to(secret)
+    assert cache.get(key) is None
+
+
+def test_cache_keys_and_names_are_the_monitors_own_shape(tmp_path):
+    cache = BuildCache(tmp_path)
+    with pytest.raises(ValueError):
+        cache.get("../escape")
+    with pytest.raises(ValueError):
+        cache.put("cd" * 32, {"../x": b"1"})
+    assert not list(tmp_path.rglob("x"))
+
+
+def test_the_service_builds_checks_caches_and_places_for_the_runner(tmp_path):
+    first = build_call(CpuBackend(), "load_c", {"source": RELU, "functions": {"relu": "const float*, float*, int64"}}, tmp_path)
+    assert first.ok and not first.cached, first.detail
+    placed = os.path.join(first.path, "kernel.so")
+    assert os.path.isfile(placed) and oct(os.stat(placed).st_mode)[-3:] == "644"
+    again = build_call(CpuBackend(), "load_c", {"source": RELU, "functions": {"relu": "const float*, float*, int64"}},
+                       tmp_path)
+    assert again.ok and again.cached and again.path == first.path
+    other = build_call(CpuBackend(), "load_c", {"source": RELU + "// changed\n", "functions": {"relu": "float*"}}, tmp_path)
+    assert other.ok and not other.cached and other.path != first.path  # keyed by what was built
+
+
+def test_the_service_refuses_what_the_policy_refuses_and_reports_compile_errors(tmp_path):
+    attack = RELU + '#define CAT(a, b) a##b\nextern "C" int CAT(unl,ink)(const char*);\nextern "C" void x() { CAT(unl,ink)("/x"); }\n'
+    refused = build_call(CpuBackend(), "load_c", {"source": attack, "functions": {"relu": "float*"}}, tmp_path)
+    assert not refused.ok and refused.gate == "hack" and "unlink" in refused.detail and not refused.path
+    broken = build_call(CpuBackend(), "load_c", {"source": "int f( {", "functions": {"f": "int"}}, tmp_path)
+    assert not broken.ok and broken.gate == "compile" and "error" in broken.detail
+    assert "/tmp/evokernel-build" not in broken.detail  # the builder's private directory is not shown
+    bad_args = build_call(CpuBackend(), "load_c", {"source": RELU, "functions": "relu"}, tmp_path)
+    assert not bad_args.ok and bad_args.gate == "compile" and "functions must be" in bad_args.reason
+
+
+def test_load_inline_flags_are_filtered_by_the_allowlist():
+    from verifier.backends.cpu_builds import load_inline_job
+
+    job = load_inline_job({"name": "ext", "cpp_sources": "int f();", "functions": ["f"],
+                           "extra_cflags": ["-O3", "-fopenmp", "-include", "/etc/passwd", "-fplugin=x.so", "-DN=4"],
+                           "extra_ldflags": ["-lgomp", "-Wl,--wrap=malloc"]})
+    assert '"extra_cflags": ["-O3", "-fopenmp", "-DN=4"]' in dict(job.files)["job.json"]
+    assert "-include /etc/passwd -fplugin=x.so" in job.note and "-Wl,--wrap=malloc" in job.note

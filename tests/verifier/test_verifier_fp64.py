@@ -9,13 +9,18 @@ every other honest fixture pass it.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 from verifier_taskutil import FIXTURES, fixture_task, make_task
 
 from verifier.api import verify
 from verifier.gates import fp64_check
+from verifier.gates.trial_data import Fp64Reference, ReferenceOutputs
+from verifier.monitor.reference import _outputs
 from verifier.sandbox import messages as msg
+from verifier.sandbox.channel import Channel, socket_pair
 from verifier.settings import VerifySettings
 
 
@@ -53,7 +58,7 @@ def test_exact_ops_use_the_one_epsilon_floor_and_non_floats_are_skipped():
 def test_the_mismatch_names_the_ratio_and_the_dtypes():
     r = np.linspace(-3, 3, 1001, dtype=np.float32)
     half = r.astype(np.float16).astype(np.float32)
-    ref = msg.ReferenceOutputs(0, ("float32",), (r,), ({},), msg.Fp64Reference((np.zeros_like(r),), 1.0))
+    ref = ReferenceOutputs(0, ("float32",), (r,), ({},), Fp64Reference((np.zeros_like(r),), 1.0))
     outcome = fp64_check.check_outputs((half,), ref)
     assert outcome.ratio > fp64_check.MAX_RATIO
     assert f"{outcome.ratio:.0f}x the float32 reference's own" in outcome.mismatch
@@ -62,15 +67,20 @@ def test_the_mismatch_names_the_ratio_and_the_dtypes():
 
 def test_reference_outputs_carry_the_float64_corrections_through_the_typed_message():
     out = np.arange(6, dtype=np.float32).reshape(2, 3)
-    fp64 = msg.Fp64Reference((np.full((2, 3), 1e-7, np.float32), np.zeros(0, np.float32)), 12.5)
-    sent = msg.ReferenceOutputs(3, ("float32", "int64"), (out, np.arange(2)), ({"zeros": 1.0}, {}), fp64)
-    header, arrays = msg._ENCODERS[msg.ReferenceOutputs](sent)
-    back = msg._DECODERS[msg.ReferenceOutputs.KIND](header, arrays)
+    corrections = (np.full((2, 3), 1e-7, np.float32), np.zeros(0, np.float32))
+    sent = msg.RefTrial(3, "check", "normal", 64, ("float32", "int64"), ({"zeros": 1.0}, {}), 12.5, "", 2,
+                        (out, np.arange(2)) + corrections)
+    a, b = socket_pair()
+    msg.send(Channel(b), sent)
+    received, _ = msg.receive(Channel(a), time.monotonic() + 5, 1 << 20, (msg.RefTrial,))
+    back = _outputs(received)
     assert back.fp64.work == 12.5 and back.fp64.note == ""
-    assert [a.shape for a in back.fp64.corrections] == [(2, 3), (0,)]
+    assert [c.shape for c in back.fp64.corrections] == [(2, 3), (0,)]
     np.testing.assert_array_equal(back.arrays[0], out)
     with pytest.raises(ValueError):
-        msg._DECODERS[msg.ReferenceOutputs.KIND](header, arrays[:-1])
+        _outputs(msg.RefTrial(3, "check", "normal", 64, ("float32", "int64"), ({}, {}), 1.0, "", 2, (out,)))
+    a.close()
+    b.close()
 
 
 NO_FLOAT64 = '''"""A model whose weight is a plain tensor attribute: .double() does not reach it."""

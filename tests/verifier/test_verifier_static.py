@@ -9,7 +9,6 @@ import pytest
 from verifier.gates.hack import static_findings, static_gate
 from verifier.gates.hack_native import NATIVE_CHECKS, run_native_checks
 from verifier.gates.hack_python import CHECKS, run_python_checks
-from verifier.native_sources import SourceExtractionError, extract
 
 EXAMPLE = (Path(__file__).resolve().parents[2] / "verifier" / "backends" / "cpu_example_candidate.txt").read_text()
 
@@ -86,22 +85,3 @@ def test_half_precision_only_flagged_for_float32_tasks():
 def test_gate_lists_findings_with_lines():
     gate = static_gate("import os\nimport socket\n", "float32")
     assert not gate.passed and "line 1" in gate.reason and "socket" in gate.detail
-
-
-def test_extractor_resolves_constants_and_concatenation():
-    src = 'from verifier.cpu_native import load_c\nA = "int a;"\nB = A + " int b;"\nlib = load_c(B, {})\n'
-    (native,) = extract(src)
-    assert native.code == "int a; int b;" and native.loader == "load_c"
-
-
-def test_extractor_rejects_dynamic_sources():
-    src = 'from verifier.cpu_native import load_c\nlib = load_c(open("k.cpp").read(), {})\n'
-    with pytest.raises(SourceExtractionError, match="line 2"):
-        extract(src)
-
-
-def test_extractor_reads_load_inline_keywords():
-    src = ('from torch.utils.cpp_extension import load_inline\n'
-           'ext = load_inline(name="e", cpp_sources=["int f();"], functions=["f"])\n')
-    (native,) = extract(src)
-    assert native.loader == "load_inline" and dict(native.inline_args)["functions"] == ["f"]
