@@ -1,17 +1,20 @@
-"""The sandbox's isolation pieces with real kernels features and real processes: Landlock rules,
-the policies of the two sandbox processes, the privilege drop as root (a dedicated uid where the
-runtime allows it, else uid 0 without capabilities), the no-Landlock fallback (a seccomp filter
-makes the Landlock calls fail, as a container profile would), and the seccomp filter reaching
-threads that existed before it."""
+"""The sandbox's isolation pieces with real kernel features and real processes: Landlock rules, the
+policies of the three roles, namespaces (no network, loopback included; every descendant dies with
+the process), the privilege drop as root (a dedicated uid where the runtime allows it, else uid 0
+without capabilities), CPU pinning, the no-Landlock fallback (a seccomp filter makes the Landlock
+calls fail, as a container profile would), and the seccomp filter reaching threads that existed
+before it."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -58,9 +61,9 @@ def test_a_ruleset_grants_only_what_it_lists(tmp_path):
     assert result.stdout.split() == ["denied"] * 4 and (allowed / "ok").read_text() == "fine"
 
 
-def test_the_child_writes_only_its_directory_and_the_reference_nothing(tmp_path):
-    child = isolation.build_policy(tmp_path / "child", writable=True)
-    reference = isolation.build_policy(tmp_path / "reference", writable=False)
+def test_the_runner_writes_only_its_directory_and_the_reference_nothing(tmp_path):
+    child = isolation.build_policy("runner", tmp_path / "child", writable=True)
+    reference = isolation.build_policy("reference", tmp_path / "reference", writable=False)
     assert str(tmp_path / "child") in child.write and str(tmp_path / "reference") in reference.read
     assert set(reference.write) == set(isolation.SYSTEM_WRITE)
     readable = set(child.read_exec) | set(child.read)
@@ -113,38 +116,62 @@ for label, path in (("own", "own_file"), ("root_file", os.environ["PROBE_TARGET"
 '''
 
 
-@needs_root
-@pytest.mark.skipif(SYSTEM_PYTHON is None, reason="no /usr/bin/python3 to run as another user")
-def test_root_with_a_reachable_runtime_runs_the_sandbox_as_a_dedicated_uid(tmp_path):
-    """Parent and launcher run on the system Python (reachable by any uid), as in a container."""
-    script = f"""
-        import json, os, subprocess, sys, tempfile
-        from pathlib import Path
-        sys.path.insert(0, {str(ROOT)!r})
-        from verifier.sandbox import isolation
-        root = Path(tempfile.mkdtemp()); root.chmod(0o711)
-        workdir = root / "child"; workdir.mkdir()
-        prepared = isolation.prepare(workdir, writable=True)
-        (prepared.import_root / "probe.py").write_text({PROBE!r})
-        target = root / "root_file"; target.write_text("keep"); target.chmod(0o666)
-        env = {{"PATH": "/usr/bin:/bin", "PYTHONPATH": str(prepared.import_root), "PROBE_TARGET": str(target),
-               isolation.POLICY_ENV: prepared.policy.to_env()}}
-        r, w = os.pipe()
-        run = subprocess.run([sys.executable, "-m", "verifier.sandbox.launcher", "probe", str(r), str(w)],
-                             pass_fds=(r, w), env=env, cwd=workdir, capture_output=True, text=True)
-        print(json.dumps({{"uid": prepared.policy.uid, "out": run.stdout, "err": run.stderr,
-                          "target": target.read_text(), "warnings": prepared.policy.warnings}}))
-    """
-    result = subprocess.run([SYSTEM_PYTHON, "-c", textwrap.dedent(script)], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    report = json.loads(result.stdout)
-    if report["uid"] is None:
-        pytest.skip(f"this machine cannot drop privileges: {report['warnings']}")
-    lines = report["out"].splitlines()
-    assert len(lines) == 4, report
-    assert lines[0] == f"uid {report['uid']} {report['uid']} []", report
-    assert lines[1] == "caps 0000000000000000" and lines[2] == "own written"
-    assert lines[3] == "root_file denied" and report["target"] == "keep"  # world-writable, but Landlock says no
+def _sandboxed(tmp_path, code: str, role: str = "runner", threads: int = 0, **env) -> tuple[int, str]:
+    """Run ``python -c code`` as a sandbox process of ``role`` (its own launcher, policy and log)."""
+    from verifier.monitor.sites import Site
+    from verifier.sandbox.spawn import Sandboxed, clean_env
+
+    site = Site(role)
+    try:
+        policy, import_root = site.policy(threads=threads)
+        process = Sandboxed([sys.executable, "-c", textwrap.dedent(code)], policy, site.work,
+                            clean_env(2, site.work, import_root, extra=env), channel=False)
+        code = process.wait(60)
+        return code, process.log_text()
+    finally:
+        site.close()
+
+
+def test_a_sandbox_process_reaches_no_address_and_takes_its_descendants_along(tmp_path):
+    listener = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.settimeout(0.5)
+    marker = tmp_path / "alive"
+    code, log = _sandboxed(tmp_path, f"""
+        import os, socket, time
+        print("pid", os.getpid())
+        for kind in (socket.SOCK_DGRAM, socket.SOCK_STREAM):
+            s = socket.socket(socket.AF_INET, kind)
+            try:
+                s.sendto(b"x", ("127.0.0.1", {listener.getsockname()[1]})) if kind == socket.SOCK_DGRAM else \
+                    s.connect(("127.0.0.1", {listener.getsockname()[1]}))
+                print("reached")
+            except OSError as exc:
+                print("unreachable", exc.errno)
+        if os.fork() == 0:  # a daemon that outlives its parent unless the namespace takes it along
+            os.setsid()
+            time.sleep(30)  # {marker}
+            os._exit(0)
+        """)
+    assert code == 0, log
+    assert "pid 1" in log and "reached" not in log and log.count("unreachable") == 2, log
+    with pytest.raises(socket.timeout):
+        listener.recvfrom(16)
+    listener.close()
+    survivors = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(marker) in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                survivors.append(entry.name)
+        except OSError:
+            continue
+    assert survivors == []
+
+
+def test_runner_and_reference_share_the_same_pinned_cores(tmp_path):
+    cpus = isolation.compute_cpus(1)
+    code, log = _sandboxed(tmp_path, "import os\nprint('affinity', sorted(os.sched_getaffinity(0)))", threads=1)
+    assert code == 0 and f"affinity {list(cpus)}" in log, log
 
 
 def test_without_landlock_the_verdict_says_isolation_is_unavailable(tmp_path):
@@ -188,7 +215,7 @@ def test_the_seccomp_filter_reaches_threads_started_before_it():
             print("forked")
         threading.Thread(target=early).start()
         time.sleep(0.2)
-        seccomp.install()
+        seccomp.install("runner")
         go.set()
         time.sleep(2)
         print("survived")
