@@ -55,7 +55,7 @@ def verify(task: TaskSpec, candidate_source: str, backend: str = "cpu",
     peaks = machine_peaks(backend, settings.threads).peaks if plan.runs("latency") else None
     library, _why = observer.library(settings.cache_dir) if plan.runs("correctness") else (None, "")
     candidate = Candidate(task, candidate_source, backend_impl, backend_impl.compile_context(task),
-                          backend_impl.correctness_task_source(task.source))
+                          backend_impl.correctness_task_source(task.source), backend)
     session = Session(candidate, settings, plan, seed, peaks, str(library or ""))
     try:
         result = session.run(hack)

@@ -62,6 +62,7 @@ class Candidate:
     backend: Backend
     context: dict[str, str]
     task_source: str  # the task as the correctness trials run it here (Backend.correctness_task_source)
+    backend_name: str = ""  # as verify() was asked (a registry key, or "package.module:Class")
 
 
 class Session:
@@ -114,7 +115,7 @@ class Session:
                                  derive_seed(self.seed, "inputs"), s.correctness_trials, s.threads, device)
             self.reference = Reference(site.process, start, deadline + s.timeout_s + s.compile_timeout_s)
         backend = self.c.backend
-        spec = RunnerSpec(backend.name, s.threads, s.memory_limit_mb, s.file_size_limit_mb, backend.runner_python(),
+        spec = RunnerSpec(self.c.backend_name or backend.name, s.threads, s.memory_limit_mb, s.file_size_limit_mb, backend.runner_python(),
                           self.observer, tuple(backend.sandbox_paths()), backend.device() != "cpu", backend.device())
         self.runner = POOL.runner(spec, size)
         self._sites.append(self.runner)

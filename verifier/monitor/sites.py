@@ -58,8 +58,10 @@ class Site:
         self.process: Sandboxed | None = None
 
     def policy(self, toolchains: tuple[str, ...] = (), read: tuple[str, ...] = (), devices: bool = False,
-               memory_mb: int = 0, file_mb: int = 0, threads: int = 0) -> tuple[isolation.Policy, Path]:
-        import_root = isolation.prepare_import_root(self.work)
+               memory_mb: int = 0, file_mb: int = 0, threads: int = 0,
+               packages: dict[str, str] | None = None) -> tuple[isolation.Policy, Path]:
+        import_root = isolation.prepare_import_root(self.work, packages)
+        toolchains = (*toolchains, *(packages or {}).values())
         writable = self.role not in READ_ONLY_ROLES
         cpus = isolation.compute_cpus(threads) if threads else ()
         policy = isolation.build_policy(self.role, self.work, writable=writable, toolchains=toolchains, read=read,
@@ -85,7 +87,8 @@ class RunnerSite(Site):
         os.chmod(self.libs, 0o755)
         self.page = ObserverPage(Arena.create(PAGE_BYTES, "evokernel-observer"))
         read = (str(self.libs),) + ((str(Path(spec.observer).parent),) if spec.observer else ())
-        policy, import_root = self.policy(spec.toolchains, read, spec.devices, spec.memory_mb, spec.file_mb, spec.threads)
+        policy, import_root = self.policy(spec.toolchains, read, spec.devices, spec.memory_mb, spec.file_mb, spec.threads,
+                                          backend_packages(spec.backend))
         env = clean_env(spec.threads, self.work, import_root, spec.devices)
         page_fd = self.page.arena.fd
         self.process = Sandboxed([spec.python, "-m", "verifier.sandbox.candidate_runner", "{channel}", str(page_fd)],
@@ -136,6 +139,21 @@ class BuilderSite(Site):
             command[0] = sys.executable
         self.process = Sandboxed(command, policy, self.work, env, channel=False)
         return self.process
+
+
+def backend_packages(name: str) -> dict[str, str]:
+    """{top-level package: its directory} for a backend named ``package.module:Class`` that lives outside
+    this project's packages (a plugin, or a test's backend): the runner must import it too."""
+    import importlib.util
+
+    if ":" not in name:
+        return {}
+    top = name.partition(":")[0].split(".")[0]
+    if top in isolation.PACKAGES:
+        return {}
+    spec = importlib.util.find_spec(top)
+    where = (list(spec.submodule_search_locations or []) or [None])[0] if spec else None
+    return {top: where} if where else {}
 
 
 def remove_tree(root: Path) -> None:
