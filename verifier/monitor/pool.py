@@ -3,8 +3,9 @@
 A runner or a reference worker spends most of its start on the interpreter and ``import torch``
 (seconds on a loaded 2-core machine), all of it before any candidate code and identical for every
 verification of the same backend and thread budget. The pool keeps ``size`` booted spares per kind
-(verifier.monitor.sites: confined, seccomp on, waiting for work) and starts the replacement as soon as
-one is taken. A spare is used once: a runner that has seen a candidate is never reused.
+(verifier.monitor.sites: confined, seccomp on, waiting for work) and starts the replacements once the
+taken ones are ready (:meth:`Pool.replenish`), so that start-ups never compete with each other. A
+spare is used once: a runner that has seen a candidate is never reused.
 
 :meth:`Pool.settle` waits for spares still booting: the latency phase calls it so that a spare's
 start-up never shares the cores with a timed call.
@@ -31,9 +32,14 @@ class Pool:
             spares = [s for s in self._runners.pop(spec, []) if s.process.alive()]
             site = spares.pop(0) if spares else None
             self._runners[spec] = spares
-        site = site or RunnerSite(spec)
+        return site or RunnerSite(spec)
+
+    def replenish(self, spec: RunnerSpec, threads: int, memory_mb: int, devices: bool, size: int) -> None:
+        """Start the spares of a runner and a reference worker like the ones just taken (called once the
+        taken ones are ready, so that their start-ups do not compete)."""
         self._refill(self._runners, spec, size, lambda: RunnerSite(spec))
-        return site
+        key = (threads, memory_mb, devices)
+        self._refill(self._references, key, size, lambda: ReferenceSite(threads, memory_mb, devices))
 
     def reference(self, threads: int, memory_mb: int, devices: bool, size: int) -> ReferenceSite:
         key = (threads, memory_mb, devices)
@@ -41,9 +47,7 @@ class Pool:
             spares = [s for s in self._references.pop(key, []) if s.process.alive()]
             site = spares.pop(0) if spares else None
             self._references[key] = spares
-        site = site or ReferenceSite(threads, memory_mb, devices)
-        self._refill(self._references, key, size, lambda: ReferenceSite(threads, memory_mb, devices))
-        return site
+        return site or ReferenceSite(threads, memory_mb, devices)
 
     def _refill(self, table: dict, key, size: int, make) -> None:
         while True:
@@ -60,7 +64,7 @@ class Pool:
         with self._lock:
             booting = [s for spares in (*self._runners.values(), *self._references.values()) for s in spares
                        if s.ready is None]
-        for site in booting:
+        for site in booting:  # Site.wait_ready reads Ready once, whoever asks first (a session may take it now)
             try:
                 site.wait_ready(deadline)
             except Exception:  # noqa: BLE001 - a broken spare is dropped when it is taken

@@ -36,6 +36,7 @@ from verifier.result import GateResult, LatencyResult, SessionFacts
 from verifier.roofline import MachinePeaks
 from verifier.sandbox import messages as msg
 from verifier.sandbox.arena import Arena, align
+from verifier.sandbox.channel import ChannelError
 from verifier.sandbox.inputs_plan import plan as trial_plan
 from verifier.seeds import derive_seed
 from verifier.settings import VerifySettings
@@ -106,11 +107,14 @@ class Session:
     def _start(self) -> None:
         s, size = self.settings, self.settings.pool_size
         deadline = time.monotonic() + STARTUP_S
+        device = self.c.backend.device()
         if self.plan.runs("correctness"):
-            device = self.c.backend.device()
             site = POOL.reference(s.threads, s.memory_limit_mb, device != "cpu", size)
             self._sites.append(site)
-            site.wait_ready(deadline)
+            try:
+                site.wait_ready(deadline)
+            except ChannelError as exc:
+                raise InfrastructureError(f"the reference worker did not start: {exc}; {site.process.log_tail()}") from None
             start = msg.RefStart(self.c.task_source, self.c.task.dtype, derive_seed(self.seed, "init"),
                                  derive_seed(self.seed, "inputs"), s.correctness_trials, s.threads, device)
             self.reference = Reference(site.process, start, deadline + s.timeout_s + s.compile_timeout_s)
@@ -121,8 +125,9 @@ class Session:
         self._sites.append(self.runner)
         try:
             ready = self.runner.wait_ready(deadline)
-        except Exception as exc:  # noqa: BLE001 - a runner that cannot boot is the machine's problem
+        except ChannelError as exc:  # a runner that cannot boot is the machine's problem: no candidate code ran
             raise InfrastructureError(f"the runner did not start: {exc}; {self.runner.process.log_tail()}") from None
+        POOL.replenish(spec, s.threads, s.memory_limit_mb, device != "cpu", size)
         isolation = self.runner.process.isolation()
         self.facts = replace(self.facts, seccomp=ready.seccomp, seccomp_off_reason=ready.seccomp_off,
                              isolation=isolation.mechanism)

@@ -21,6 +21,7 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +51,8 @@ class RunnerSpec:
 class Site:
     def __init__(self, role: str, prefix: str = "evokernel-") -> None:
         self.role = role
+        self.ready: msg.Ready | None = None
+        self._ready_lock = threading.Lock()  # the pool may wait for a spare while a session takes it
         self.root = Path(tempfile.mkdtemp(prefix=prefix))
         os.chmod(self.root, 0o711)
         self.work = self.root / "work"
@@ -69,6 +72,13 @@ class Site:
                                         cpus=cpus)
         isolation.hand_over(self.work, policy, writable)
         return policy, import_root
+
+    def wait_ready(self, deadline: float) -> msg.Ready:
+        """The process's Ready (read once: its channel carries nothing else before it is given work)."""
+        with self._ready_lock:
+            if self.ready is None:
+                self.ready = self.process.receive(deadline, 1 << 16, (msg.Ready,))
+            return self.ready
 
     def close(self) -> None:
         if self.process is not None:
@@ -94,12 +104,6 @@ class RunnerSite(Site):
         self.process = Sandboxed([spec.python, "-m", "verifier.sandbox.candidate_runner", "{channel}", str(page_fd)],
                                  policy, self.work, env, extra_fds=(page_fd,))
         self.process.send(msg.Boot(spec.backend, spec.threads, spec.observer, spec.device))
-        self.ready: msg.Ready | None = None
-
-    def wait_ready(self, deadline: float) -> msg.Ready:
-        if self.ready is None:
-            self.ready = self.process.receive(deadline, 1 << 16, (msg.Ready,))
-        return self.ready
 
     def close(self) -> None:
         super().close()
@@ -115,12 +119,6 @@ class ReferenceSite(Site):
         env = clean_env(threads, self.work, import_root, devices)
         self.process = Sandboxed([sys.executable, "-m", "verifier.sandbox.reference_worker", "{channel}", str(threads)],
                                  policy, self.work, env)
-        self.ready: msg.Ready | None = None
-
-    def wait_ready(self, deadline: float) -> msg.Ready:
-        if self.ready is None:
-            self.ready = self.process.receive(deadline, 1 << 16, (msg.Ready,))
-        return self.ready
 
 
 class BuilderSite(Site):
