@@ -43,7 +43,12 @@ def unavailable_gate(gate: str, note: str) -> GateResult:
 
 
 def is_unavailable(gate: GateResult) -> bool:
-    return not gate.passed and gate.reason.startswith(f"{gate.name} {UNAVAILABLE_HERE}:")
+    return not gate.passed and is_unavailable_text(gate.name, gate.reason)
+
+
+def is_unavailable_text(gate: str, reason: str) -> bool:
+    """``reason`` says that ``gate`` cannot run on this machine (the machine's outcome, not the candidate's)."""
+    return reason.startswith(f"{gate} {UNAVAILABLE_HERE}:")
 
 
 def plan_gates(availability: Availability) -> GatePlan:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verifier.backends.base import Backend, BuildJob, BuildRejected, BuiltUnit
+from verifier.gate_plan import is_unavailable_text
 from verifier.gates.hack_build import check_units
 from verifier.gates.hack_native import run_native_checks
 from verifier.gates.hack_python import Finding
@@ -81,7 +82,8 @@ class BuildService:
         try:
             job = self.backend.build_job(loader, args, self.context)
         except BuildRejected as exc:
-            return BuildOutcome(False, exc.gate, f"{loader}: {exc.reason}"[:300], exc.reason)
+            machine = is_unavailable_text("compile", exc.reason)  # e.g. headers this machine lacks: said as is
+            return BuildOutcome(False, exc.gate, (exc.reason if machine else f"{loader}: {exc.reason}")[:300], exc.reason)
         return self.build(job, timeout_s, start)
 
     def build(self, job: BuildJob, timeout_s: float, start: float | None = None) -> BuildOutcome:
