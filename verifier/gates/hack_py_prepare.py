@@ -6,6 +6,10 @@ judged by what they do rather than how they look:
   seed the RNG and call the reference freely). Kept when the candidate binds ``__name__``
   anywhere (an assignment, import alias, def, class, loop or ``global`` declaration), since then
   the test may hold.
+* module-level functions nothing names (a ``main()`` the self-test block alone called) never run
+  either: their bodies are dropped too, until none is left (a function is only reached by its name:
+  ``globals()``, ``vars()`` and ``__dict__`` are refused). Decorated ones are kept: the decorator
+  receives them.
 * ``getattr(obj, "name")`` and ``getattr(obj, "name", default)`` with a constant identifier are
   read as ``obj.name`` (``obj.name or default``): the same attribute access, so every check that
   judges ``obj.name`` judges it. A computed name stays a call of ``getattr`` (refused).
@@ -29,15 +33,29 @@ def prepare(tree: ast.Module) -> ast.Module:
             if isinstance(child, ast.Call) and isinstance(child.func, ast.Name) and child.func.id == "getattr":
                 getattrs.append((node, child))
     if "__name__" not in bound:
-        for node in tree.body:
-            if isinstance(node, ast.If) and _is_main_test(node.test):
-                node.body = [ast.copy_location(ast.Pass(), node.body[0])]
+        dead = [node for node in tree.body if isinstance(node, ast.If) and _is_main_test(node.test)]
+        for node in dead:
+            node.body = [ast.copy_location(ast.Pass(), node.body[0])]
+        if dead:
+            _drop_unnamed_functions(tree)
     if "getattr" not in bound:
         for parent, call in reversed(getattrs):  # inner calls first: an outer one reads their result
             access = _attribute(call)
             if access is not None:
                 _replace(parent, call, access)
     return tree
+
+
+def _drop_unnamed_functions(tree: ast.Module) -> None:
+    while True:
+        loaded = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+        unnamed = [node for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                   and not node.decorator_list and node.name not in loaded and not node.name.startswith("__")
+                   and not (len(node.body) == 1 and isinstance(node.body[0], ast.Pass))]
+        if not unnamed:
+            return
+        for node in unnamed:
+            node.body = [ast.copy_location(ast.Pass(), node.body[0])]
 
 
 def _is_main_test(test: ast.expr) -> bool:
