@@ -18,7 +18,7 @@ lib = load_c("void relu(){}", {})
 
 RUNTIME_HEAD = "\n".join(line for line in HEAD.splitlines() if "load_c" not in line) + "\n"
 
-# name -> (body, init args); each forward computes with torch in a way names do not show.
+# name -> body; each forward computes with torch in a way names do not show.
 RUNTIME_OBSERVED = {
     "alias_self": """
 def _impl(t):

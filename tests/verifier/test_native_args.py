@@ -130,7 +130,7 @@ def test_cuda_extensions_are_read_through_build_helpers():
 
 
 def test_the_hack_gate_scans_the_source_of_every_call_path():
-    src = HEAD + ('FORKING = "#include <unistd.h>\\nextern \\"C\\" void relu() { fork(); }"\n'  # 4
+    src = HEAD + ('FORKING = "extern \\"C\\" void relu() { asm(\\"nop\\"); }"\n'  # 4: a text-tier refusal
                   'def _build(source):\n'
                   '    return load_c(source, SIGS)\n'
                   'lib = _build(GOOD)\n'
@@ -138,8 +138,8 @@ def test_the_hack_gate_scans_the_source_of_every_call_path():
                   '    def __init__(self):\n'
                   '        self.lib = _build(FORKING)\n')
     assert [n.via for n in extract(src)] == [(7,), (10,)]
-    assert any("fork" in f.message for f in static_findings(src, "float32"))
-    assert not any("fork" in f.message for f in static_findings(src.replace("(FORKING)", "(GOOD)"), "float32"))
+    assert any("asm" in f.message for f in static_findings(src, "float32"))
+    assert not any("asm" in f.message for f in static_findings(src.replace("(FORKING)", "(GOOD)"), "float32"))
 
 
 def test_module_constants_still_resolve_alone_for_other_readers():

@@ -211,6 +211,14 @@ __name__ = "__main__"
 if __name__ == "__main__":
     import os
 """),
+    "self_test_helper_also_called_at_import": ("imports", """
+def main():
+    import os
+    return os.getpid()
+PID = main()
+if __name__ == "__main__":
+    main()
+"""),
     "try_fallback": ("no_try_fallback", """
 class ModelNew(nn.Module):
     def forward(self, x):
