@@ -128,22 +128,22 @@ PY_PREFIXES = ("Py", "_Py", "THP")  # THP: torch's Python types (THPDtypeType...
 
 
 @functools.lru_cache(maxsize=1)
-def aten_op_files() -> frozenset[str]:
-    """File names under torch's ATen/ops include directory (one set of headers per operator and
-    backend: mm_cpu_dispatch.h); empty when torch's headers cannot be found."""
+def aten_ops_dir() -> str:
+    """torch's ATen/ops include directory (one set of headers per operator and backend, e.g.
+    mm_cpu_dispatch.h); "" when torch's headers cannot be found."""
     spec = importlib.util.find_spec("torch")
     for root in (spec.submodule_search_locations or []) if spec else []:
         ops = os.path.join(root, "include", "ATen", "ops")
         if os.path.isdir(ops):
-            return frozenset(os.listdir(ops))
-    return frozenset()
+            return ops
+    return ""
 
 
 def is_aten_kernel(namespace: str, name: str) -> bool:
     """Whether ``at::<namespace>::<name>`` is an operator's backend kernel (at::cpu::mm_out) rather
     than plumbing (at::cpu::is_avx2_supported). Without torch's headers every name counts."""
-    files = aten_op_files()
-    if not files:
+    ops = aten_ops_dir()
+    if not ops:
         return not name.startswith(("is_", "get", "L1", "L2", "init_", "warp_size", "current_device"))
-    base = _OP_SUFFIX.sub("", name)
-    return any(f"{candidate}_{namespace}_dispatch.h" in files for candidate in {name, base, name.rstrip("_")})
+    bases = {name, _OP_SUFFIX.sub("", name), name.rstrip("_")}
+    return any(os.path.exists(os.path.join(ops, f"{base}_{namespace}_dispatch.h")) for base in bases if base)
