@@ -102,6 +102,18 @@ def test_includes_outside_the_toolchain_are_refused():
     assert [f.message.split("read ")[1].split(":")[0] for f in findings] == ["/etc/passwd", "/tmp/x/../../etc/hostname"]
 
 
+def test_includes_reached_through_links_are_resolved(tmp_path):
+    allowed = tmp_path / "toolchain"
+    (allowed / "include").mkdir(parents=True)
+    (allowed / "include" / "ok.h").write_text("")
+    (allowed / "include" / "file_link.h").symlink_to("/etc/hostname")
+    (allowed / "dir_link").symlink_to("/etc")
+    names = [str(allowed / "include" / "ok.h"), str(allowed / "include" / "file_link.h"),
+             str(allowed / "dir_link" / "hostname")]
+    findings = include_findings(names, (str(allowed),), "src")
+    assert [f.message.split("read ")[1].split(":")[0] for f in findings] == names[1:]
+
+
 def test_candidate_lines_keep_line_numbers_and_list_the_included_files():
     text = ('# 0 "k.cpp"\n# 0 "<built-in>"\n# 1 "k.cpp"\n# 1 "/usr/include/math.h" 1 3 4\nint hidden;\n'
             '# 2 "k.cpp" 2\nint a;\n\nint b;\n')
