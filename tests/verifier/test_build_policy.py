@@ -20,6 +20,7 @@ from verifier.gates.hack_native import run_native_checks
 from verifier.gates.native_symbols import classify, entity_path, symbol_findings, undefined_symbols
 from verifier.native_sources import extract
 from verifier.backends.base import BuiltUnit
+from verifier.sandbox import isolation
 from verifier.sandbox.compile_cache import CacheEntry, CompileCache, hash_artifacts
 
 RELU = 'extern "C" void relu(const float* x, float* y, long n) { for (long i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] : 0; }\n'
@@ -239,7 +240,7 @@ void cheat_python() { PyObject* g = PyEval_GetBuiltins(); (void)g; }
                                   with_cuda=False)
         text, includes = candidate_lines((build / "main.ii").read_text())
         unit = BuiltUnit(f"load_inline cpp_sources ({name})", text, includes, (str(build / f"{name}.so"),))
-        findings = check_units([unit], (*ROOTS, "/opt", str(tmp_path), os.path.dirname(cpp_extension.__file__) + "/../.."))
+        findings = check_units([unit], (*isolation.SYSTEM_READ_EXEC, *isolation.runtime_read_exec(), str(tmp_path)))
         if name == "honest_ext":
             assert findings == [], findings
         else:

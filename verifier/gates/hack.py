@@ -1,4 +1,4 @@
-"""The hack gate: static policy (Python AST + native tokens, parent side, before anything runs)
+"""The hack gate: static policy (Python AST + native text, parent side, before anything runs)
 plus the runtime integrity verdict the sandbox child reports (see verifier.sandbox.integrity).
 """
 
@@ -8,7 +8,7 @@ import time
 
 from verifier.gates.hack_native import run_native_checks
 from verifier.gates.hack_python import Finding, run_python_checks
-from verifier.native_sources import SourceExtractionError, extract
+from verifier.native_sources import NativeSource, SourceExtractionError, extract
 from verifier.result import GateResult
 
 MAX_LISTED = 5
@@ -23,8 +23,18 @@ def static_findings(candidate_source: str, task_dtype: str, disabled: tuple[str,
     except (SyntaxError, SourceExtractionError):
         sources = ()  # reported by the compile gate
     for native in sources:
-        findings.extend(run_native_checks(native.code, task_dtype, disabled))
+        for code, language in _parts(native):
+            findings.extend(run_native_checks(code, task_dtype, disabled, language))
     return findings
+
+
+def _parts(native: NativeSource) -> list[tuple[str, str]]:
+    """(text, language) of each part: a load_inline's cuda_sources are nvcc's (PTX in device code)."""
+    args = dict(native.inline_args)
+    if native.loader != "load_inline" or not args.get("cuda_sources"):
+        return [(native.code, "c++")]
+    join = lambda v: "\n".join(v) if isinstance(v, (list, tuple)) else str(v or "")  # noqa: E731
+    return [(join(args.get("cpp_sources")), "c++"), (join(args.get("cuda_sources")), "cuda")]
 
 
 def static_gate(candidate_source: str, task_dtype: str, disabled: tuple[str, ...] = (),
