@@ -7,7 +7,11 @@ method named ``clone``, ``add`` or ``read`` and a user ``struct OnlineSoftmax`` 
 for their names. What stays here has no symbol: preprocessor directives that read or relabel files
 (``#include "/abs/path"``, ``#embed``, line markers, ``__has_include`` probes), inline assembly
 outside CUDA device code, load-time hooks (constructor attributes, ifunc), the cycle counter and
-return-address builtins. A registry of small named checks, each with its exploit in a comment.
+return-address builtins; and what every torch extension references through torch's and pybind11's
+own headers, so that only the candidate's own naming of it tells: dispatch-key guards (which hide
+ATen calls from an observer on the Python key) and the CPython/pybind11 calls that run code or
+reach attributes. A registry of small named checks, each with its exploit in a comment; the build
+tier (verifier.gates.hack_build) runs the same text checks again after the preprocessor.
 
 :func:`run_native_checks` is what the monitor runs on each recorded source before building it.
 """
@@ -50,7 +54,7 @@ class NativeContext:
             yield m.group(0), self.line_of(m.start()), m.start()
 
     def line_of(self, index: int) -> int:
-        return bisect.bisect_right(self._newlines, index - 1) + 1 if index else 1
+        return bisect.bisect_left(self._newlines, index) + 1
 
     @functools.cached_property
     def _newlines(self) -> list[int]:
