@@ -19,6 +19,7 @@ QUICK_ARGS = {
     "trust_cost": ["--repeats", "1"],
     "fp64_ratios": [],
     "isolation_cost": ["--repeats", "5"],
+    "static_policy": ["--repeats", "2"],
     "lake_scale": ["--sizes", "10000,100000"],
     "report_scale": ["--attempts", "20000"],
     "known_good_speedups": ["--rounds", "10", "--tasks", "L1/001_relu,L1/013_softmax,L2/001_gemm_bias_relu"],

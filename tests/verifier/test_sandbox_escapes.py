@@ -37,6 +37,7 @@ from verifier.gates.hack import static_findings
 from verifier.gates.hack_build import check_units
 from verifier.gates.hack_native import NATIVE_CHECKS
 from verifier.gates.hack_python import CHECKS
+from verifier.gates.native_symbols import SYMBOL_CHECKS
 from verifier.sandbox import isolation, landlock, seccomp
 from verifier.sandbox.workspace import Workspace
 from verifier.settings import VerifySettings
@@ -44,7 +45,7 @@ from verifier.settings import VerifySettings
 pytestmark = pytest.mark.skipif(not (landlock.abi_version()[0] and seccomp.supported()),
                                 reason="needs Landlock and the x86_64 seccomp filter")
 ROOT = Path(__file__).resolve().parents[2]
-ALL_STATIC = tuple(CHECKS) + tuple(NATIVE_CHECKS) + ("c_undefined_symbols",)
+ALL_STATIC = tuple(dict.fromkeys((*CHECKS, *NATIVE_CHECKS, *SYMBOL_CHECKS)))
 HONEST = (FIXTURES / "honest_relu_omp.py").read_text()
 
 

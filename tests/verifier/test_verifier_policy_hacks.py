@@ -1,7 +1,9 @@
-"""The Python policy on small adversarial candidates: torch compute, torch modules, numpy or files
-reached through helpers, aliases, tables, wrappers, decorators, defaults, hooks, dynamic classes
-and import-time code is rejected by the named check (the fixture corpus runs more such cases
-through the whole verifier)."""
+"""The Python policy on small adversarial candidates: the refusals that are certain (forbidden
+modules reached through aliases and re-exports, files, patching, hooks, introspection that reaches
+frames or raw memory, strings evaluated as code, global torch state, host compute on tensor data,
+the harness's names) are rejected by the named check, also through constant getattr, ``global``
+rebinding and a dead-looking ``__main__`` block that is not dead. Torch compute hidden behind
+names is the runner's to observe (test_verifier_policy_runtime)."""
 
 from __future__ import annotations
 
@@ -11,132 +13,19 @@ from policy_snippets import HEAD
 from verifier.gates.hack_python import run_python_checks
 
 HACKS = {
-    "alias_self": ("torch_compute_in_forward", """
-def _impl(t):
-    return t.clamp(min=0)
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.impl = _impl
-    def forward(self, x):
-        return self.impl(x)
-"""),
-    "dispatch_torch": ("torch_compute_in_forward", """
-OPS = [torch.relu]
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return OPS[0](x)
-"""),
-    "classmethod": ("torch_compute_in_forward", """
-class ModelNew(nn.Module):
-    @classmethod
-    def _act(cls, t):
-        return torch.sigmoid(t)
-    def forward(self, x):
-        return ModelNew._act(x)
-"""),
-    "decorator_factory": ("torch_compute_in_forward", """
-def deco(n):
-    def inner(f):
-        def wrapper(*a):
-            return F.gelu(f(*a))
-        return wrapper
-    return inner
-@deco(3)
-def _k(t):
-    return t
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return _k(x)
-"""),
-    "super_forward": ("nn_module_called", """
-class ModelNew(nn.ReLU):
-    def forward(self, x):
-        return super().forward(x)
-"""),
-    "lambda_init": ("torch_compute_in_forward", """
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.act = lambda t: t.clamp(min=0)
-    def forward(self, x):
-        return self.act(x)
-"""),
-    "init_helper_reused": ("torch_compute_in_forward", """
-def _prep(t):
-    return torch.relu(t)
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.w = _prep(torch.randn(3))
-    def forward(self, x):
-        return _prep(x)
-"""),
-    "partial": ("torch_compute_in_forward", """
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.act = functools.partial(torch.clamp, min=0)
-    def forward(self, x):
-        return self.act(x)
-"""),
-    "from_import": ("torch_compute_in_forward", """
-from torch import relu as r
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return r(x)
-"""),
-    "default_arg": ("torch_compute_in_forward", """
-class ModelNew(nn.Module):
-    def forward(self, x, act=torch.relu):
-        return act(x)
-"""),
-    "add_module": ("nn_module_called", """
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.add_module("act", nn.ReLU())
-    def forward(self, x):
-        return self.act(x)
-"""),
-    "instance_made_in_forward": ("torch_compute_in_forward", """
-class K:
-    def __init__(self, t):
-        self.t = torch.relu(t)
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return K(x).t
-"""),
-    "type_self": ("torch_compute_in_forward", """
-class ModelNew(nn.Module):
-    def __init__(self, x=None):
-        super().__init__()
-        self.y = torch.relu(x) if x is not None else None
-    def forward(self, x):
-        return type(self)(x).y
-"""),
-    "nested_def": ("torch_compute_in_forward", """
-class ModelNew(nn.Module):
-    def forward(self, x):
-        def inner(t):
-            return t.exp()
-        return inner(x)
-"""),
-    "hook": ("torch_compute_in_forward", """
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.register_forward_hook(self._hook)
-    def _hook(self, m, i, o):
-        return torch.relu(o)
-    def forward(self, x):
-        return x
-"""),
     "numpy_fwd": ("host_compute_in_forward", """
 import numpy as np
 class ModelNew(nn.Module):
     def forward(self, x):
         return torch.from_numpy(np.maximum(x.numpy(), 0))
+"""),
+    "numpy_through_helper": ("host_compute_in_forward", """
+import numpy as np
+def _host(t):
+    return np.tanh(t)
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.as_tensor(_host(x))
 """),
     "verifier_counter": ("imports", """
 import verifier.cpu_native as cn
@@ -156,6 +45,15 @@ __builtins__["ev" + "al"]("1")
 from torch import manual_seed
 manual_seed(0)
 """),
+    "reads_the_verifiers_seed": ("global_state", """
+SEED = torch.initial_seed()
+"""),
+    "side_stream": ("global_state", """
+class ModelNew(nn.Module):
+    def forward(self, x):
+        with torch.cuda.stream(torch.cuda.Stream()):
+            return x
+"""),
     "storage_from_file": ("file_and_process_apis", """
 s = torch.UntypedStorage.from_file("f", True, 16)
 """),
@@ -171,51 +69,26 @@ ext = load_inline(name="e", cpp_sources="int f();", functions=["f"], build_direc
 t = torch.zeros(4)
 t.share_memory_()
 """),
-    "unknown_receiver": ("torch_compute_in_forward", """
-def _h(t):
-    return t.sum()
+    "constant_getattr_is_an_attribute": ("file_and_process_apis", """
+SAVE = getattr(torch, "save")
+"""),
+    "computed_getattr": ("forbidden_builtins", """
 class ModelNew(nn.Module):
     def forward(self, x):
-        return _h(x)
-"""),
-    "bound_method_value": ("torch_compute_in_forward", """
-class ModelNew(nn.Module):
-    def forward(self, x):
-        f = x.relu
-        return f()
-"""),
-    "reduce_torch": ("torch_compute_in_forward", """
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return functools.reduce(torch.add, [x, x])
-"""),
-    "class_attr_forward": ("nn_module_called", """
-class ModelNew(nn.Module):
-    forward = staticmethod(torch.relu)
-"""),
-    "dunder_op": ("torch_compute_in_forward", """
-class W:
-    def __init__(self, t):
-        self.t = t
-    def __add__(self, o):
-        return torch.add(self.t, o)
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return W(x) + 1
+        return getattr(torch, "re" + "lu")(x)
 """),
     "type3": ("forbidden_builtins", """
 ModelNew = type("ModelNew", (nn.Module,), {"forward": lambda self, x: x})
 """),
-    "cls_in_classmethod": ("torch_compute_in_forward", """
-class K:
-    def __init__(self):
-        self.t = torch.randn(3).relu()
-    @classmethod
-    def make(cls):
-        return cls()
+    "hook": ("patching", """
 class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.register_forward_hook(self._hook)
+    def _hook(self, m, i, o):
+        return torch.relu(o)
     def forward(self, x):
-        return K.make().t
+        return x
 """),
     "hook_partial": ("patching", """
 def _apply(fn, m, i, o):
@@ -231,6 +104,21 @@ class ModelNew(nn.Module):
         super().__init__()
         self.lin = nn.utils.weight_norm(nn.Linear(2, 2))
 """),
+    "hook_table": ("patching", """
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self._forward_hooks[0] = self._post
+    def _post(self, m, i, o):
+        return o
+"""),
+    "global_rebinding_patches_torch": ("patching", """
+def _grab():
+    global M
+    M = torch
+_grab()
+M.relu = lambda t: t
+"""),
     "torch_os": ("imports", """
 torch.os.remove("x")
 """),
@@ -242,6 +130,10 @@ typing.sys.modules["os"].remove("x")
 import dataclasses
 dataclasses.builtins.exec("1")
 """),
+    "dataclasses_private_exec": ("imports", """
+import dataclasses
+f = dataclasses._create_fn("f", (), ["return 1"])
+"""),
     "typing_operator_attrgetter": ("imports", """
 import typing
 relu = typing.operator.attrgetter("relu")(torch)
@@ -250,29 +142,90 @@ relu = typing.operator.attrgetter("relu")(torch)
 from torch.utils import cpp_extension
 cpp_extension.subprocess.run(["true"])
 """),
-    "lambda_returned_by_min": ("torch_compute_in_forward", """
-ACT = min(lambda t: torch.relu(t), lambda t: t, key=lambda f: 0)
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return ACT(x)
-"""),
-    "inplace_method": ("torch_compute_in_forward", """
-class ModelNew(nn.Module):
-    def forward(self, x):
-        y = torch.empty_like(x)
-        y.copy_(x)
-        return y.relu_()
-"""),
-    "hook_table": ("patching", """
-class ModelNew(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self._forward_hooks[0] = self._post
-    def _post(self, m, i, o):
-        return o
-"""),
     "star_import": ("imports", """
 from torch import *
+"""),
+    "torch_internals_import": ("imports", """
+import torch._C as C
+"""),
+    "string_annotation_code": ("string_evaluation", """
+import typing
+def f(x: "__import__('os').getpid()") -> None:
+    return None
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x
+"""),
+    "singledispatch_annotation": ("string_evaluation", """
+@functools.singledispatch
+def g(x):
+    return x
+@g.register
+def _(x: "[c for c in ().__class__.__base__.__subclasses__()]"):
+    return x
+"""),
+    "computed_attrgetter": ("string_evaluation", """
+import operator
+name = "__glo" + "bals__"
+G = operator.attrgetter(name)(functools.reduce)
+"""),
+    "type_hints": ("string_evaluation", """
+import typing
+class K:
+    a: "int"
+H = typing.get_type_hints(K)
+"""),
+    "numpy_ctypes_pythonapi": ("introspection", """
+import numpy as np
+api = np.zeros(1).ctypes._ctypes.pythonapi
+"""),
+    "traceback_frames": ("introspection", """
+class Catch:
+    def __enter__(self):
+        return self
+    def __exit__(self, kind, value, tb):
+        self.globals = tb.tb_frame.f_back.f_globals
+        return True
+"""),
+    "generator_frame": ("introspection", """
+def gen():
+    yield 1
+FRAME = gen().gi_frame
+"""),
+    "annotations_written": ("introspection", """
+def f(x):
+    return x
+f.__annotations__["x"] = "__import__('os')"
+"""),
+    "harness_model_unbound": ("no_reference_reuse", """
+class ModelNew(Model):
+    pass
+"""),
+    "harness_inputs_unbound": ("no_reference_reuse", """
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return get_inputs()[0]
+"""),
+    "main_block_made_live": ("imports", """
+__name__ = "__main__"
+if __name__ == "__main__":
+    import os
+"""),
+    "self_test_helper_also_called_at_import": ("imports", """
+def main():
+    import os
+    return os.getpid()
+PID = main()
+if __name__ == "__main__":
+    main()
+"""),
+    "try_fallback": ("no_try_fallback", """
+class ModelNew(nn.Module):
+    def forward(self, x):
+        try:
+            return lib.relu(x)
+        except Exception:
+            return torch.relu(x)
 """),
 }
 
@@ -284,19 +237,8 @@ def test_hack_is_rejected_by_its_check(name):
     assert check in {f.check for f in findings}, [f.line_text() for f in findings]
 
 
-def test_unresolvable_receiver_says_so():
-    body = """
-def _h(t):
-    return t.sum()
-HANDLERS = [_h]
-class ModelNew(nn.Module):
-    def forward(self, x):
-        return HANDLERS[0](x)
-"""
-    findings = run_python_checks(HEAD + body)
-    assert any("cannot be resolved statically (parameter t)" in f.message for f in findings), findings
-
-
-def test_resolvable_receiver_is_named_plainly():
-    findings = run_python_checks(HEAD + HACKS["unknown_receiver"][1])
-    assert any(f.message.startswith("t.sum() computes with torch") for f in findings), findings
+def test_host_compute_names_what_reaches_numpy():
+    findings = run_python_checks(HEAD + HACKS["numpy_fwd"][1])
+    messages = [f.message for f in findings if f.check == "host_compute_in_forward"]
+    assert any(m.startswith("np.maximum (= numpy.maximum) on tensor data") for m in messages), messages
+    assert any(m.startswith("x.numpy() hands tensor data") for m in messages), messages

@@ -1,13 +1,18 @@
-"""The Python policy on small honest candidates in everyday styles (helpers, shape arithmetic with
-math/functools, wrapper classes, parameter containers, import-time tables, KernelBench and Triton
-layouts): nothing is flagged."""
+"""The static policy on honest candidates in everyday styles: small Python snippets (helpers, shape
+arithmetic with math/functools/operator/itertools, wrapper classes, parameter containers,
+import-time tables, ``super(ModelNew, self)``, lazy builds, self-tests) and whole candidates in
+the styles of issue 24 (KernelBench's layout, ATen extensions with AT_DISPATCH/TORCH_CHECK/
+at::parallel_for, build helpers that compute flags and sources, several kernels per file, Triton),
+plus their C/C++/CUDA sources: nothing is flagged."""
 
 from __future__ import annotations
 
 import pytest
-from policy_snippets import HEAD
+from policy_snippets import ATEN_CPU, CXX_NAMES_C, ELEMENTWISE_CUDA, HEAD, HONEST_STYLES, OMP_PARTIALS_C
 
-from verifier.gates.hack import static_gate
+from verifier.backends import get_backend
+from verifier.gates.hack import static_findings, static_gate
+from verifier.gates.hack_native import run_native_checks
 from verifier.gates.hack_python import run_python_checks
 
 HONEST = {
@@ -248,6 +253,114 @@ class ModelNew(nn.Module):
         lib.conv(x.contiguous(), self.conv.weight.contiguous(), y, n, c, h, w, oh, ow)
         return y
 """,
+    "super_named_init_precomputes": """
+import numpy as np
+class ModelNew(nn.Module):
+    def __init__(self, n):
+        super(ModelNew, self).__init__()
+        self.norm = nn.LayerNorm(n)
+        self.lin = nn.Linear(n, n)
+        self.w = nn.Parameter(torch.randn(n, n))
+        self.packed = torch.from_numpy(np.ascontiguousarray(self.lin.weight.detach().numpy().T))
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x, self.packed, self.norm.weight, y)
+        return y
+""",
+    "threads_and_shape_utilities": """
+import operator
+import itertools
+class ModelNew(nn.Module):
+    def forward(self, x):
+        chunks = max(1, torch.get_num_threads())
+        n = functools.reduce(operator.mul, x.shape, 1)
+        strides = list(itertools.accumulate(reversed(x.shape), operator.mul))
+        ok = x.is_contiguous() and x.dim() == 2 and x.stride(-1) == 1 and x.dtype == torch.float32
+        y = torch.empty(x.size(), dtype=x.dtype, device=x.device)
+        lib.relu(x if ok else x.contiguous(), y, n, chunks, strides[-1])
+        return y
+""",
+    "lazy_global_build_and_constant_getattr": """
+from torch.utils.cpp_extension import load_inline
+_EXT = None
+def _ext():
+    global _EXT
+    if _EXT is None:
+        _EXT = load_inline(name="e", cpp_sources="int f();", functions=["f"])
+    return _EXT
+class ModelNew(nn.Module):
+    def __init__(self, bias=True):
+        super().__init__()
+        self.bias = nn.Parameter(torch.zeros(4)) if bias else None
+    def forward(self, x):
+        b = getattr(self, "bias", None)
+        return _ext().f(x, b if b is not None else torch.zeros(4))
+""",
+    "autograd_function_and_cuda_queries": """
+from typing import Optional
+import torch.nn.init as init
+from torch.nn.modules.utils import _pair
+from collections.abc import Sequence
+class _Relu(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = torch.empty_like(x)
+        lib.relu(x, y, x.numel())
+        return y
+class ModelNew(nn.Module):
+    def __init__(self, k: "int | Sequence[int]" = 3, dev: Optional["torch.device"] = None):
+        super().__init__()
+        self.k = _pair(k)
+        self.w = nn.Parameter(torch.empty(4, 4))
+        init.xavier_uniform_(self.w)
+        self.use_cuda = torch.cuda.is_available() and torch.backends.cudnn.is_available()
+    def forward(self, x: "torch.Tensor") -> "torch.Tensor":
+        if self.use_cuda:
+            torch.cuda.synchronize()
+        return _Relu.apply(x.contiguous())
+""",
+    "main_function_self_test": """
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x, y, x.numel())
+        return y
+def _reference(x):
+    import numpy as np
+    return torch.from_numpy(np.maximum(x.numpy(), 0))
+def main():
+    import argparse, time
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--n", type=int, default=64)
+    x = torch.randn(parser.parse_args().n)
+    t = time.perf_counter()
+    print(torch.allclose(ModelNew()(x), _reference(x)), time.perf_counter() - t)
+if __name__ == "__main__":
+    main()
+""",
+    "reference_copy_and_self_test": """
+class Model(nn.Module):
+    def __init__(self):
+        super(Model, self).__init__()
+    def forward(self, x):
+        return torch.relu(x)
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.empty_like(x)
+        lib.relu(x, y, x.numel())
+        return y
+def get_inputs():
+    return [torch.randn(16, 16)]
+def get_init_inputs():
+    return []
+if __name__ == "__main__":
+    import sys, time
+    torch.manual_seed(42)
+    (x,) = get_inputs()
+    t = time.perf_counter()
+    assert torch.allclose(ModelNew()(x), Model()(x)), sys.exit(1)
+    print(time.perf_counter() - t)
+""",
 }
 
 
@@ -282,3 +395,45 @@ class ModelNew(nn.Module):
         return y
 """
     assert static_gate(source, "float32", (), frozenset({"triton", "triton.language"})).passed
+
+
+@pytest.mark.parametrize("name", sorted(HONEST_STYLES))
+def test_issue_styles_pass_the_static_policy(name):
+    backend, source = HONEST_STYLES[name]
+    findings = static_findings(source, "float32", (), get_backend(backend).static_imports)
+    assert findings == [], [f.line_text() for f in findings]
+
+
+@pytest.mark.parametrize("code, language", [(ATEN_CPU, "c++"), (OMP_PARTIALS_C, "c++"), (CXX_NAMES_C, "c++"),
+                                            (ELEMENTWISE_CUDA, "cuda")], ids=["aten", "omp_avx", "cxx_names", "cuda"])
+def test_native_styles_pass_the_text_checks(code, language):
+    assert run_native_checks(code, "float32", (), language) == []
+
+
+def test_inline_ptx_in_device_code_passes_and_host_assembly_does_not():
+    cuda = ("__device__ __forceinline__ unsigned lane() { unsigned r; asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(r)); "
+            "return r; }\ntemplate <int N> __global__ void k(float* y) { asm(\"bar.sync 0;\"); y[lane()] = N; }\n"
+            "auto l = [] __device__ (int i) { asm(\"nop;\"); return i; };\n")
+    assert run_native_checks(cuda, "float32", (), "cuda") == []
+    host = cuda + "void host() { asm volatile(\"syscall\"); }\n__host__ __device__ void both() { asm(\"nop\"); }\n"
+    lines = [f.line for f in run_native_checks(host, "float32", (), "cuda")]
+    assert lines == [4, 5]
+    assert len(run_native_checks(cuda, "float32", (), "c++")) == 3  # g++ compiles __device__ bodies for the host
+    redefined = "#define __device__\n" + cuda
+    assert run_native_checks(redefined, "float32", (), "cuda")
+
+
+def test_a_load_inline_candidates_cuda_sources_may_hold_ptx_its_cpp_sources_no_assembly():
+    source = '''import torch
+from torch.utils.cpp_extension import load_inline
+CU = r"""
+__device__ unsigned lane() { unsigned r; asm volatile("mov.u32 %0, %%laneid;" : "=r"(r)); return r; }
+__global__ void k(float* y) { y[lane()] = 1; }
+torch::Tensor f(torch::Tensor x) { k<<<1, 32>>>(x.data_ptr<float>()); return x; }
+"""
+CPP = r"""torch::Tensor f(torch::Tensor x);"""
+ext = load_inline(name="e", cpp_sources=CPP, cuda_sources=CU, functions=["f"])
+'''
+    assert static_findings(source, "float32") == []
+    host_asm = source.replace('CPP = r"""', 'CPP = r"""void g() { asm("nop"); }\n')
+    assert [f.check for f in static_findings(host_asm, "float32")] == ["c_inline_asm_and_load_hooks"]

@@ -21,21 +21,15 @@ PY_CASES = {
     "patching": "import torch as t\nt.relu = None\n",
     "tensor_subclass": "import torch\nclass L(torch.Tensor):\n    pass\n",
     "global_state": "from torch import set_num_threads\nimport torch\ntorch.set_num_threads(1)\n",
-    "rng_outside_init": "class M:\n    def forward(self, x):\n        return x.normal_()\n",
-    "torch_compute_in_forward": "import torch.nn.functional as G\nclass M:\n    def forward(self, x):\n        return G.gelu(x)\n",
-    "nn_module_called": "import torch.nn as nn\nclass M:\n    def __init__(self):\n        self.l = nn.Linear(2, 2)\n    def forward(self, x):\n        return self.l(x)\n",
     "host_compute_in_forward": "import numpy as np\nclass M:\n    def forward(self, x):\n        return np.maximum(x, 0)\n",
+    "string_evaluation": "def f(x: \"__import__('os').getpid()\"):\n    return x\n",
     "file_and_process_apis": "import torch\ntorch.save({}, '/tmp/x')\n",
 }
 C_CASES = {
-    "c_processes_and_signals": "void f() { fork(); }",
-    "c_threads": "#include <omp.h>\nvoid f() { omp_set_num_threads(8); }",
-    "c_files_and_network": "void f() { FILE* p = fopen(\"x\", \"r\"); }",
     "c_includes": "#include \"/etc/passwd\"\n",
     "c_inline_asm_and_load_hooks": "__attribute__((constructor)) void f() {}",
-    "c_rng": "int f() { return rand(); }",
-    "c_aten_compute": "torch::Tensor f(torch::Tensor x) { return at::matmul(x, x); }",
-    "c_precision_downgrade": "void f(float* y) { _Float16 h = 1; y[0] = h; }",
+    "c_python_api": "void f(PyObject* o) { PyObject_CallObject(o, nullptr); }",
+    "c_aten_compute": "at::Tensor f(at::Tensor a) { c10::impl::ExcludeDispatchKeyGuard g(c10::DispatchKey::Python); return a; }",
 }
 
 
@@ -59,13 +53,22 @@ def test_scaffold_example_is_clean():
 
 
 def test_words_in_comments_and_strings_do_not_count():
-    code = '// fork() and std::thread here are only words\n/* system("x") */\nconst char* s = "kill(0, 9)";\n'
+    code = '// asm("syscall") and PyRun_SimpleString here are only words\n/* __attribute__((constructor)) */\n' \
+           'const char* s = "PyObject_Call(f)";\n'
+    assert run_native_checks(code) == []
+
+
+def test_calls_are_judged_on_the_built_object_not_their_names():
+    """fork(), clone(), fopen(), std::thread and at::matmul leave symbols: the build tier judges them
+    (test_build_policy); the text tier no longer guesses from names, so methods named like them pass."""
+    code = ('void f(Tile& t, float* y) { auto u = t.clone(); u.add(1.0f); y[0] = u.read(0) + u.sum(); '
+            'long time = 0, clock = 0, random = 0; y[1] = time + clock + random; }\n')
     assert run_native_checks(code) == []
 
 
 def test_aliases_are_resolved():
-    src = "import torch as tt\nclass M:\n    def forward(self, x):\n        return tt.sigmoid(x)\n"
-    assert any("torch.sigmoid" in f.message for f in run_python_checks(src))
+    src = "import torch as tt\nclass M:\n    def forward(self, x):\n        return tt.save(x, 'f')\n"
+    assert any("torch.save" in f.message for f in run_python_checks(src))
 
 
 def test_init_may_create_parameters_with_rng():
@@ -77,9 +80,9 @@ def test_disabled_checks_are_skipped():
     assert static_findings("import os\n", "float32", disabled=("imports",)) == []
 
 
-def test_half_precision_only_flagged_for_float32_tasks():
+def test_precision_is_left_to_the_float64_comparison():
     code = "void f(float* y) { _Float16 h = 1; y[0] = h; }"
-    assert run_native_checks(code, "float16") == []
+    assert run_native_checks(code, "float32") == [] and run_native_checks(code, "float16") == []
 
 
 def test_gate_lists_findings_with_lines():

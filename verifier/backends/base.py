@@ -61,6 +61,8 @@ class BuiltUnit:
     binaries: tuple[str, ...] = ()  # built objects (.so / .o) whose undefined symbols are checked
     line_offset: int = 0  # preprocessed line - line_offset = line in the candidate's source string
     strict_symbols: bool = True  # False: refuse only known-dangerous symbols (vendor runtimes not listed)
+    loader: str = ""  # "load_c" | "extension" | "vendor": which symbols the object may reference
+    language: str = ""  # "c++" | "cuda"
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,7 @@ class BuildJob:
     note: str = ""  # one line for the compile gate (e.g. flags dropped)
     toolchains: tuple[str, ...] = ()  # directories the builder may read and execute besides the system's
     python: bool = False
-    source: str = ""  # the candidate's native text, for the policy's checks before the build
+    sources: tuple[tuple[str, str], ...] = ()  # (the candidate's native text, "c++" | "cuda"): checked before the build
     env: tuple[tuple[str, str], ...] = ()  # environment variables the build needs beyond the sandbox's own
 
 

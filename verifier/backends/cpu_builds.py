@@ -56,7 +56,7 @@ def load_c_job(args: dict) -> BuildJob:
     argv = (cpu_native.COMPILER, *cpu_native.FLAGS, "-save-temps", "kernel.cpp", "-o", "kernel.so",
             *cpu_native.link_flags(source))
     return BuildJob(key, "load_c source", (("kernel.cpp", source),), argv, artifact="kernel.so", records=("kernel.ii",),
-                    source=source)
+                    sources=((source, "c++"),))
 
 
 def load_inline_job(args: dict) -> BuildJob:
@@ -85,7 +85,7 @@ def load_inline_job(args: dict) -> BuildJob:
     note = "; ".join(n for n in (cflags.note("extra_cflags"), ldflags.note("extra_ldflags")) if n)
     return BuildJob(key, "load_inline cpp_sources", (("job.json", json.dumps(job)),),
                     (sys.executable, "-m", "verifier.sandbox.inline_builder", "job.json"),
-                    artifact=f"{name}.so", records=("main.ii",), note=note, python=True, source=cpp)
+                    artifact=f"{name}.so", records=("main.ii",), note=note, python=True, sources=((cpp, "c++"),))
 
 
 def inline_source_lines(cpp_sources: str) -> tuple[int, int]:
@@ -101,8 +101,8 @@ def units(job: BuildJob, records: dict[str, bytes], library: Path | None) -> tup
     binaries = (str(library),) if library is not None else ()
     if job.artifact == "kernel.so":
         lines, includes = candidate_lines(text)
-        return (BuiltUnit(job.label, lines, includes, binaries),)
+        return (BuiltUnit(job.label, lines, includes, binaries, loader="load_c", language="c++"),)
     cpp = json.loads(dict(job.files)["job.json"])["cpp_sources"]
     first, last = inline_source_lines(cpp)
     lines, includes = candidate_lines(text, first, last)
-    return (BuiltUnit(job.label, lines, includes, binaries, line_offset=first - 1),)
+    return (BuiltUnit(job.label, lines, includes, binaries, line_offset=first - 1, loader="extension", language="c++"),)

@@ -41,7 +41,8 @@ def compile_only_job(ext: InlineExtension, nvcc: str, nvcc_release: str, arch: s
     return BuildJob(key, f"cuda_sources of {ext.name}", (("job.json", json.dumps(job)),),
                     (sys.executable, "-m", "verifier.backends.cuda_build", "job.json"),
                     artifact=f"{ext.name}.cuda.o", records=(f"{ext.name}.cu.policy.json", f"{ext.name}.cpp.policy.json"),
-                    note=headers.note, toolchains=toolchains, python=True, source=ext.cuda_sources + "\n" + ext.cpp_sources)
+                    note=headers.note, toolchains=toolchains, python=True,
+                    sources=((ext.cuda_sources, "cuda"), (ext.cpp_sources, "c++")))
 
 
 def gpu_job(ext: InlineExtension, args: dict, arch: str, toolchains: tuple[str, ...]) -> BuildJob:
@@ -56,7 +57,8 @@ def gpu_job(ext: InlineExtension, args: dict, arch: str, toolchains: tuple[str, 
                                  ldflags.note("extra_ldflags")) if n)
     return BuildJob(key, f"extension {ext.name}", (("job.json", json.dumps(job)),),
                     (sys.executable, "-m", "verifier.sandbox.inline_builder", "job.json"), artifact=f"{ext.name}.so",
-                    note=note, toolchains=toolchains, python=True, source=ext.cuda_sources + "\n" + ext.cpp_sources)
+                    note=note, toolchains=toolchains, python=True,
+                    sources=((ext.cuda_sources, "cuda"), (ext.cpp_sources, "c++")))
 
 
 def main(argv: list[str]) -> int:

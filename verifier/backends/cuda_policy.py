@@ -41,7 +41,7 @@ def units(job: BuildJob, records: dict[str, bytes], library: Path | None) -> tup
     """Monitor side: the units of a finished build, from its records and its object."""
     binaries = (str(library),) if library is not None else ()
     if job.artifact.endswith(".so"):  # the GPU build: the extension torch built
-        return (BuiltUnit(job.label, binaries=binaries, strict_symbols=False),)
+        return (BuiltUnit(job.label, binaries=binaries, strict_symbols=False, loader="extension"),)
     found = []
     name = job.artifact.removesuffix(".cuda.o")
     for suffix, first, what in ((".cu", CUDA_FIRST_LINE, "cuda_sources"), (".cpp", CPP_FIRST_LINE, "cpp_sources")):
@@ -50,5 +50,6 @@ def units(job: BuildJob, records: dict[str, bytes], library: Path | None) -> tup
             continue
         data = json.loads(raw)
         found.append(BuiltUnit(f"{what} of {name}", str(data.get("text", "")), tuple(data.get("includes", ())),
-                               binaries if suffix == ".cu" else (), line_offset=first - 1))
+                               binaries if suffix == ".cu" else (), line_offset=first - 1, loader="extension",
+                               language="cuda" if suffix == ".cu" else "c++"))
     return tuple(found)

@@ -1,20 +1,20 @@
-"""The hack gate's second tier: checks on what the compiler built, run in the sandbox child right
-after the build and before any candidate code is loaded.
+"""The hack gate's second tier: checks on what the compiler built, before any of it is loaded.
 
-The first tier (hack_native) reads the candidate's tokens before the preprocessor runs, so a
-macro can assemble any name it refuses (``#define CAT(a,b) a##b`` then ``CAT(fop,en)``). Here:
+The first tier (hack_native) reads the candidate's text before the preprocessor runs, so a macro
+can assemble any name it refuses (``#define CAT(a,b) a##b`` then ``CAT(as,m)``). Here:
 
 * the compiler's own preprocessed output (``-save-temps`` / ``-E``) is cut down to the
-  candidate's own lines, every macro expanded (those of system headers included: glibc's
-  ``__CONCAT`` pastes tokens as well as the candidate's own macros do), and the capability
-  checks of hack_native run on that text (processes, files, threads, RNG), plus inline assembly
-  and load-time hooks (constructor/destructor attributes, ``.init_array`` sections);
+  candidate's own lines, every macro expanded (those of system headers included), and the
+  no-symbol checks run on that text: inline assembly outside CUDA device code, load-time hooks
+  (constructor attributes, ``.init_array`` sections), cycle counters and return addresses, and,
+  for extension modules, the CPython and pybind11 calls that run code or reach attributes
+  (:func:`python_api_findings`; pybind11's own uses of them live in its headers, not in these lines);
 * every file the preprocessor read must lie under the toolchain roots or the build directory
   (a computed ``#include MACRO`` names any path);
-* the undefined symbols of each built object must pass the allowlist of
-  :mod:`verifier.gates.native_symbols` (no spelling hides a call into libc).
+* the undefined symbols of each built object must pass :mod:`verifier.gates.native_symbols` for
+  the unit's loader: everything a kernel calls is judged there, by the name the compiler left.
 
-The child sends the findings in its compile report; the parent turns them into a failed hack gate.
+:func:`check_units` is what the monitor runs on the units its builder produced.
 """
 
 from __future__ import annotations
@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Iterable
 
 from verifier.backends.base import BuiltUnit
-from verifier.gates.hack_native import NATIVE_CHECKS, NativeContext
+from verifier.gates.hack_native import (NativeContext, dispatch_switch_findings, hook_findings,
+                                        python_api_findings)
 from verifier.gates.hack_python import Finding
-from verifier.gates.native_symbols import symbol_findings
+from verifier.gates.native_symbols import loader_of, symbol_findings
 from verifier.result import GateResult
 
-PREPROCESSED_CHECKS = ("c_processes_and_signals", "c_files_and_network", "c_threads", "c_rng")
 ASM_AND_HOOKS = "c_inline_asm_and_load_hooks"
-_ASM_WORDS = {"asm", "__asm__", "__asm", "constructor", "destructor", "ifunc", "init_priority"}
+PYTHON_API = "c_python_api"
 _LOAD_SECTIONS = re.compile(r"\.(?:pre)?init_array|\.fini_array|\.ctors|\.dtors")
 _MARKER = re.compile(r'^# (\d+) "((?:[^"\\]|\\.)*)"((?: \d)*)\s*$')
 _PSEUDO_FILES = ("<built-in>", "<command-line>", "<command line>", "<stdin>")
@@ -43,14 +43,14 @@ def candidate_lines(preprocessed: str, first_line: int = 1, last_line: int | Non
     numbers; every other file the preprocessor read). The main file is the first line marker's."""
     main, current, line = None, None, 0
     kept: dict[int, list[str]] = {}
-    includes: list[str] = []
+    includes: dict[str, None] = {}  # ordered, and a constant-time membership test (a torch unit reads ~5000)
     for text in preprocessed.splitlines():
-        marker = _MARKER.match(text)
+        marker = _MARKER.match(text) if text.startswith("# ") else None
         if marker:
             line, current = int(marker.group(1)), marker.group(2)
             main = main or current
-            if current != main and current not in _PSEUDO_FILES and current not in includes:
-                includes.append(current)
+            if current != main and current not in _PSEUDO_FILES:
+                includes.setdefault(current)
             continue
         if text.startswith("#") and not text.startswith("#pragma"):
             continue  # other directives gcc keeps (#ident)
@@ -63,18 +63,19 @@ def candidate_lines(preprocessed: str, first_line: int = 1, last_line: int | Non
     return "\n".join(" ".join(kept.get(n, ())) for n in range(1, width + 1)), tuple(includes)
 
 
-def preprocessed_findings(text: str, label: str, disabled: tuple[str, ...] = (), line_offset: int = 0) -> list[Finding]:
-    """The capability checks of hack_native on the candidate's preprocessed text."""
-    ctx = NativeContext.build(text)
+def preprocessed_findings(text: str, label: str, disabled: tuple[str, ...] = (), line_offset: int = 0,
+                          cuda: bool = False) -> list[Finding]:
+    """The no-symbol checks on the candidate's preprocessed lines."""
+    ctx = NativeContext.build(text, cuda=cuda)
     raw: list[Finding] = []
-    for name in PREPROCESSED_CHECKS:
-        if name not in disabled:
-            raw.extend(NATIVE_CHECKS[name](ctx))
     if ASM_AND_HOOKS not in disabled:
-        raw.extend(Finding(ASM_AND_HOOKS, f"{tok}: inline assembly and load-time hooks are not allowed", line)
-                   for tok, line, _ in ctx.tokens() if tok in _ASM_WORDS)
+        raw.extend(hook_findings(ctx))
         raw.extend(Finding(ASM_AND_HOOKS, f"{m.group(0)}: code placed to run at load time is not allowed",
                            text.count("\n", 0, m.start()) + 1) for m in _LOAD_SECTIONS.finditer(text))
+    if PYTHON_API not in disabled:
+        raw.extend(python_api_findings(ctx, expanded=True))
+    if "c_aten_compute" not in disabled:
+        raw.extend(dispatch_switch_findings(ctx))
     return [Finding(f.check, f"{label}, after preprocessing: {f.message}", max(0, f.line - line_offset)) for f in raw]
 
 
@@ -84,23 +85,39 @@ def include_findings(includes: Iterable[str], roots: Iterable[str], label: str,
         return []
     allowed = [os.path.realpath(r) for r in roots]
     findings = []
+    directories: dict[str, str] = {}
     for name in includes:
-        real = os.path.realpath(name)
+        real = _realpath(name, directories)
         if not any(real == root or real.startswith(root.rstrip("/") + "/") for root in allowed):
             findings.append(Finding("c_includes", f"{label}: the preprocessor read {name}: only system and "
                                                   "toolchain headers may be included"))
     return findings
 
 
+def _realpath(name: str, directories: dict[str, str]) -> str:
+    """``os.path.realpath(name)``, resolving each directory once (a unit's headers share a few
+    hundred directories); a file that is itself a link is resolved in full."""
+    head, tail = os.path.split(name)
+    if not tail or tail in (".", "..") or os.path.islink(name):
+        return os.path.realpath(name)
+    if head not in directories:
+        directories[head] = os.path.realpath(head or ".")
+    return os.path.join(directories[head], tail)
+
+
 def check_units(units: Iterable[BuiltUnit], include_roots: Iterable[str], disabled: tuple[str, ...] = ()) -> list[Finding]:
-    """Every finding of the built units (preprocessed text, included files, undefined symbols)."""
+    """Every finding of the built units (preprocessed text, included files, undefined symbols).
+    A unit's loader (load_c, extension, vendor) and language are read from ``unit.loader`` /
+    ``unit.language`` where units carry them, else from the label and ``strict_symbols``."""
     roots = tuple(include_roots)
     findings: list[Finding] = []
     for unit in units:
-        findings += preprocessed_findings(unit.preprocessed, unit.label, disabled, unit.line_offset)
+        loader = getattr(unit, "loader", "") or loader_of(unit.label, unit.strict_symbols)
+        cuda = (getattr(unit, "language", "") or ("cuda" if unit.label.startswith("cuda_sources") else "")) == "cuda"
+        findings += preprocessed_findings(unit.preprocessed, unit.label, disabled, unit.line_offset, cuda)
         findings += include_findings(unit.includes, roots, unit.label, disabled)
         for binary in unit.binaries:
-            findings += symbol_findings(binary, unit.label, disabled, unit.strict_symbols)
+            findings += symbol_findings(binary, unit.label, disabled, unit.strict_symbols, loader)
     return findings
 
 

@@ -1,7 +1,11 @@
-"""The checks of the Python policy that need name resolution: the per-call ones (torch compute,
-RNG, torch modules called, host compute) over the nodes :mod:`verifier.gates.hack_py_phases`
-found to run per call, and the file/process one over the whole candidate (import time included).
+"""The checks of the Python policy that need name resolution: host compute in code that runs per
+call (over the nodes :mod:`verifier.gates.hack_py_phases` found to run per call), the
+file/process one and the string-evaluation one over the whole candidate (import time included).
 Registered, with the simpler checks, in :mod:`verifier.gates.hack_python`.
+
+Torch compute, torch modules and random numbers in ``forward`` are not judged here: the runner
+observes every ATen op each call dispatches, whatever name reached it. Host compute is, because
+numpy and Python lists compute off the dispatcher, where no observer sees them.
 """
 
 from __future__ import annotations
@@ -10,19 +14,12 @@ import ast
 from typing import Iterator
 
 from verifier.gates.hack_py_context import Finding, PyContext, dotted
-from verifier.gates.hack_py_names import (HOST_BRIDGES, IO_KEYWORDS, IO_METHODS, LOADERS, NN_CONTAINERS,
-                                          NUMPY_IO, RNG, TENSOR_COMPUTE, TORCH_ALLOWED, TORCH_ALLOWED_DOTTED,
-                                          TORCH_ALLOWED_PREFIXES, TORCH_IO, TORCH_UTILS_IO)
+from verifier.gates.hack_py_names import (HOST_BRIDGES, IO_KEYWORDS, IO_METHODS, LOADERS, NUMPY_IO, TORCH_IO,
+                                          TORCH_UTILS_IO)
 
-PER_CALL = "(only allocation, views and copies are allowed in code that runs per call)"
 FILES = "file, process, network, pickle and memory-mapping APIs are not allowed (at import time either)"
-
-
-def torch_allowed(name: str) -> bool:
-    parts = name.split(".")
-    if len(parts) == 1 or (len(parts) == 2 and parts[1] in TORCH_ALLOWED):
-        return True
-    return name in TORCH_ALLOWED_DOTTED or name.startswith(TORCH_ALLOWED_PREFIXES)
+HOST = "computes outside the native kernel, where no observer sees it (build tables at import or in __init__)"
+TENSORS = ("tensor", "torch_obj")
 
 
 def _label(node: ast.AST, name: str) -> str:
@@ -30,108 +27,31 @@ def _label(node: ast.AST, name: str) -> str:
     return f"{name}()" if text == name else f"{text} (= {name})"
 
 
-def _tensor_receiver(ctx: PyContext, receiver: ast.expr) -> str | None:
-    """None when ``receiver`` cannot be a tensor; "" when it may be one; the reason when it
-    cannot be resolved statically (then it may be one too)."""
-    if _python_container(ctx, receiver):
-        return None  # list.sort() is not Tensor.sort()
-    targets = ctx.resolve(receiver)
-    if any(t.kind in ("tensor", "torch_obj") for t in targets):
-        return ""
-    unknown = [t.name for t in targets if t.kind == "unknown"]
-    return f"{dotted(receiver)} cannot be resolved statically ({unknown[0]}) and may be a tensor" if unknown else None
-
-
-CONTAINER_BUILTINS = {"list", "tuple", "dict", "set", "sorted", "frozenset"}
-CONTAINER_NODES = (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
-
-
-def _python_container(ctx: PyContext, expr: ast.expr, depth: int = 0) -> bool:
-    """Whether ``expr`` is certainly a Python list/tuple/dict/set (a literal, a comprehension, a
-    call of list()/sorted()..., or a local name only ever bound to those)."""
-    if isinstance(expr, CONTAINER_NODES):
-        return True
-    if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name):
-        return ctx.names(expr.func) <= CONTAINER_BUILTINS and bool(ctx.names(expr.func)) \
-            and all(t.kind == "builtin" for t in ctx.resolve(expr.func))
-    if isinstance(expr, ast.Name) and depth < 5:
-        bindings = ctx.symbols.lookup(expr.id, ctx.symbols.scope.get(id(expr), ctx.tree), mutations=False) or []
-        return bool(bindings) and all(b.kind == "value" and _python_container(ctx, b.node, depth + 1)
-                                      for b in bindings)
-    return False
-
-
-def _method_findings(ctx: PyContext, check: str, methods: set[str], what: str) -> Iterator[Finding]:
-    for node in ctx.per_call_nodes():
-        if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Store) \
-                and (node.attr in methods or (node.attr.endswith("_") and node.attr[:-1] in methods)):
-            why = _tensor_receiver(ctx, node.value)
-            if why is not None:
-                text = f"{dotted(node)}() {what}" if not why else f"{dotted(node)}(): {why}; .{node.attr}() {what}"
-                yield Finding(check, text, node.lineno)
-
-
-def torch_compute_findings(ctx: PyContext) -> Iterator[Finding]:
-    for node, name in ctx.per_call_chains():
-        if name.split(".")[0] == "torch" and not torch_allowed(name):
-            yield Finding("torch_compute_in_forward", f"{_label(node, name)} computes with torch {PER_CALL}", node.lineno)
-    yield from _method_findings(ctx, "torch_compute_in_forward", TENSOR_COMPUTE, f"computes with torch {PER_CALL}")
-
-
-def rng_findings(ctx: PyContext) -> Iterator[Finding]:
-    for node, name in ctx.per_call_chains():
-        if name.split(".")[0] in ("torch", "numpy") and name.rsplit(".", 1)[-1] in RNG:
-            yield Finding("rng_outside_init", f"random numbers ({_label(node, name)}) in code that runs per call",
-                          node.lineno)
-    yield from _method_findings(ctx, "rng_outside_init", RNG, "draws random numbers in code that runs per call")
+def _may_be_tensor(ctx: PyContext, expr: ast.expr) -> bool:
+    return any(t.kind in TENSORS for t in ctx.resolve(expr))
 
 
 def host_compute_findings(ctx: PyContext) -> Iterator[Finding]:
-    for node, name in ctx.per_call_chains():
-        if name.split(".")[0] == "numpy":
-            yield Finding("host_compute_in_forward", f"{_label(node, name)}: numpy in code that runs per call "
-                          "computes outside the native kernel (build tables at import or in __init__)", node.lineno)
-    yield from _method_findings(ctx, "host_compute_in_forward", HOST_BRIDGES,
-                                "hands tensor data to Python/numpy, outside the native kernel")
-
-
-def nn_module_findings(ctx: PyContext) -> Iterator[Finding]:
+    """numpy called on something that may be a tensor, or tensor data handed to Python/numpy
+    (``x.numpy()``, ``x.tolist()``), in code that runs per call. numpy on shapes and sizes
+    (``np.prod(x.shape)``) is shape arithmetic, not compute."""
     for node in ctx.per_call_nodes():
-        if not isinstance(node, ast.Call):
-            continue
-        for target in sorted(ctx.resolve(node.func), key=lambda t: (t.name in NN_CONTAINERS, t.name)):
-            if target.kind == "torch_obj":
-                yield Finding("nn_module_called", f"{dotted(node.func)}(...) calls a torch module "
-                              f"({target.name}) in code that runs per call", node.lineno)
-                break
-            if target.kind == "instance" and _inherits_torch_forward(ctx, target.node):
-                yield Finding("nn_module_called", f"{dotted(node.func)}(...) runs the forward of "
-                              f"{_inherits_torch_forward(ctx, target.node)}", node.lineno)
-                break
-    yield from _class_findings(ctx)
+        if isinstance(node, ast.Call):
+            numpy = sorted(t.name for t in ctx.resolve(node.func) if t.kind == "module"
+                           and t.name.split(".")[0] == "numpy")
+            passed = [*node.args, *(k.value for k in node.keywords)]
+            if numpy and any(_may_be_tensor(ctx, a.value if isinstance(a, ast.Starred) else a) for a in passed):
+                yield Finding("host_compute_in_forward", f"{_label(node.func, numpy[0])} on tensor data {HOST}",
+                              node.lineno)
+        elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Store) and node.attr in HOST_BRIDGES:
+            targets = ctx.resolve(node.value)
+            if any(t.kind in (*TENSORS, "unknown") for t in targets):
+                yield Finding("host_compute_in_forward", f"{dotted(node)}() hands tensor data to Python/numpy, "
+                              f"which {HOST}", node.lineno)
 
 
-def _inherits_torch_forward(ctx: PyContext, cls: ast.ClassDef) -> str:
-    """The torch base whose forward an object of ``cls`` runs when called ("" if none)."""
-    bases = sorted(ctx.resolver.torch_bases(cls) - NN_CONTAINERS)
-    own = any(ctx.symbols.members(c, m) for c in ctx.resolver.mro(cls) for m in ("forward", "__call__"))
-    return bases[0] if bases and not own else ""
-
-
-def _class_findings(ctx: PyContext) -> Iterator[Finding]:
-    """Classes whose forward is torch's: inherited from an nn layer, or bound to a torch API."""
-    for cls in ctx.symbols.classes:
-        base = _inherits_torch_forward(ctx, cls)
-        if base:
-            yield Finding("nn_module_called", f"class {cls.name} inherits forward from {base}", cls.lineno)
-        for member in ("forward", "__call__"):
-            for binding in ctx.symbols.members(cls, member):
-                for target in ctx.resolver.resolve_binding(binding):
-                    if target.kind == "torch_obj" or (target.kind == "torch" and not torch_allowed(target.name)):
-                        yield Finding("nn_module_called", f"{cls.name}.{member} is {target.name}", cls.lineno)
-
-
-def _io_name(name: str) -> bool:
+def io_name(name: str) -> bool:
+    """Whether a dotted name reaches files, pickling, shared memory or processes."""
     parts = name.split(".")
     if parts[0] == "torch" and len(parts) > 1:
         if parts[1] in TORCH_IO or "from_file" in parts:
@@ -145,11 +65,10 @@ def _io_name(name: str) -> bool:
 
 
 def file_and_process_findings(ctx: PyContext) -> Iterator[Finding]:
-    nodes = ctx.nodes
     for node, name in ctx.all_chains():
-        if _io_name(name):
+        if io_name(name):
             yield Finding("file_and_process_apis", f"{_label(node, name)}: {FILES}", node.lineno)
-    for node in nodes:
+    for node in ctx.nodes:
         if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Store) and node.attr in IO_METHODS:
             kinds = {t.kind for t in ctx.resolve(node.value)}
             if kinds - {"instance", "class", "native", "kernel", "func", "torch", "module"}:
@@ -159,3 +78,61 @@ def file_and_process_findings(ctx: PyContext) -> Iterator[Finding]:
                 if keyword.arg in IO_KEYWORDS:
                     yield Finding("file_and_process_apis", f"{keyword.arg}= chooses where files are written; "
                                   "the verifier chooses the build directory", node.lineno)
+
+
+# -- strings evaluated as code ------------------------------------------------------------------
+
+TYPE_NODES = (ast.Name, ast.Attribute, ast.Subscript, ast.Tuple, ast.List, ast.Constant, ast.Load,
+              ast.BinOp, ast.BitOr, ast.Expression)
+
+
+def annotation_problem(text: str, depth: int = 0) -> str:
+    """Why a string annotation is not a plain type expression ("" when it is one). ``typing``,
+    ``functools.singledispatch`` and dataclass helpers may evaluate it as code, so only names,
+    attributes, subscripts, ``X | Y`` and nested strings of the same kind may appear."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ""  # evaluating it raises before anything runs
+    for node in ast.walk(tree):
+        if not isinstance(node, TYPE_NODES):
+            return f"a {type(node).__name__} expression"
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else ""
+        if name.startswith("__") and name.endswith("__"):
+            return f"the dunder name {name}"
+        if isinstance(node, ast.BinOp) and not isinstance(node.op, ast.BitOr):
+            return "an operator other than |"
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and depth < 4:
+            inner = annotation_problem(node.value, depth + 1)
+            if inner:
+                return inner
+    return ""
+
+
+def _annotations(tree: ast.AST) -> Iterator[ast.expr]:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            yield node.annotation
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+            yield node.returns
+        elif isinstance(node, ast.AnnAssign):
+            yield node.annotation
+
+
+def string_evaluation_findings(ctx: PyContext) -> Iterator[Finding]:
+    # Issue 23 class 4: code hidden in a string annotation runs when typing or singledispatch
+    # evaluates it; operator.attrgetter/methodcaller reach attributes by a computed name (getattr).
+    for annotation in _annotations(ctx.tree):
+        for node in ast.walk(annotation):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                problem = annotation_problem(node.value)
+                if problem:
+                    yield Finding("string_evaluation", f"the string annotation {node.value[:40]!r} is not a type "
+                                  f"({problem}); annotations may be evaluated as code", node.lineno)
+    for node in ctx.nodes:
+        if isinstance(node, ast.Call) and ctx.names(node.func) & {"operator.attrgetter", "operator.methodcaller"}:
+            first = node.args[0] if node.args else None
+            names = first.value.split(".") if isinstance(first, ast.Constant) and isinstance(first.value, str) else []
+            if not names or not all(n.isidentifier() and not n.startswith("__") for n in names):
+                yield Finding("string_evaluation", f"{dotted(node.func)}() with a computed or dunder name reaches "
+                              "attributes like getattr", node.lineno)

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 ALLOWED_IMPORTS = {"torch", "torch.nn", "torch.nn.functional", "math", "typing", "__future__",
                    "verifier.cpu_native", "torch.utils.cpp_extension", "torch.utils", "functools",
-                   "dataclasses", "numpy"}
+                   "dataclasses", "numpy", "operator", "itertools", "collections", "collections.abc"}
+# Members of allowed modules that reach attributes by a string (getattr by another name): refused
+# unless the string is a constant, non-dunder name.
+STRING_ACCESSORS = {"operator.attrgetter", "operator.methodcaller"}
 ALLOWED_FROM_NAMES = {"verifier.cpu_native": {"load_c"}, "torch.utils.cpp_extension": {"load_inline"},
                       "torch.utils": {"cpp_extension"}}
 LOADERS = {"verifier.cpu_native.load_c", "torch.utils.cpp_extension.load_inline"}
@@ -25,18 +28,8 @@ SYSTEM_MODULES = {"os", "io", "sys", "pathlib", "shutil", "tempfile", "mmap", "p
 REEXPORTED_MODULES = SYSTEM_MODULES | {"builtins", "platform", "shlex", "sysconfig", "setuptools", "copyreg", "copy",
                                        "operator", "logging", "collections", "contextlib", "abc", "keyword", "re",
                                        "stdlib_re", "itertools", "textwrap", "warnings", "errno", "glob", "types"}
-REEXPORT_EXCEPTIONS = {("torch", "types"), ("torch", "signal")}  # torch's own submodules
+REEXPORT_EXCEPTIONS = {("torch", "types"), ("torch", "signal"), ("collections", "abc")}  # their own submodules
 
-# torch.<name> allowed in per-call code: allocation, dtype/device objects, grad-mode managers.
-TORCH_ALLOWED = {"empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like",
-                 "full", "full_like", "tensor", "as_strided", "Size", "Tensor", "device", "dtype",
-                 "no_grad", "inference_mode", "is_tensor", "float32", "float64", "float16",
-                 "bfloat16", "int64", "int32", "int16", "int8", "uint8", "bool", "long", "float",
-                 "half", "double", "int", "contiguous_format", "strided", "finfo", "iinfo", "nn",
-                 "utils", "__version__"}
-TORCH_ALLOWED_DOTTED = {"torch.nn.Module", "torch.nn.functional", "torch.utils.cpp_extension",
-                        "torch.utils.cpp_extension.load_inline"}
-TORCH_ALLOWED_PREFIXES = ("torch.nn.Parameter", "torch.Size")
 # Calling these torch names gives plain Python values, not tensors.
 TORCH_VALUE_RESULTS = {"torch.Size", "torch.device", "torch.dtype", "torch.finfo", "torch.iinfo", "torch.no_grad",
                        "torch.inference_mode", "torch.is_tensor", "torch.get_default_dtype"}
@@ -46,18 +39,6 @@ NN_CONTAINERS = {"torch.nn.Module", "torch.nn.ModuleList", "torch.nn.ModuleDict"
                  "torch.nn.ParameterDict"}
 NN_CARRYING = NN_CONTAINERS | {"torch.nn.Sequential"}
 
-# Tensor methods that compute (A1): a static tripwire; the dispatch trace is the authority.
-TENSOR_COMPUTE = set("""abs absolute acos add addbmm addcdiv addcmul addmm addmv all amax amin any argmax
-argmin argsort asin atan atan2 baddbmm bmm ceil clamp clamp_max clamp_min clip cos cosh cross cummax
-cummin cumprod cumsum diag div divide dot einsum eq erf erfc exp exp2 expm1 flip floor fmod frac ge
-gather gelu gt hardtanh index_add index_select inner kron le lerp lgamma log log10 log1p log2 logaddexp
-logical_and logical_not logical_or logsumexp lt masked_fill masked_scatter masked_select matmul max
-maximum mean median min minimum mm mode mul multiply mv nan_to_num nanmean nansum ne neg negative norm
-outer pow prod reciprocal relu remainder renorm repeat repeat_interleave roll rot90 round rsqrt
-scatter scatter_add sigmoid sign signbit sin sinh softmax log_softmax sort sqrt square std sub
-subtract sum tan tanh topk trace tril triu trunc var where xlogy addr cov count_nonzero diff
-histc kthvalue logcumsumexp nanmedian quantile silu mish softplus hardswish hardsigmoid elu selu
-celu leaky_relu logit sinc true_divide floor_divide bitwise_and bitwise_or bitwise_xor conv2d""".split())
 # Tensor attributes and methods whose result is a plain Python value (shape arithmetic).
 TENSOR_VALUE_ATTRS = {"shape", "dtype", "device", "ndim", "layout", "is_cuda", "is_cpu", "requires_grad",
                       "is_leaf", "itemsize", "nbytes", "is_sparse", "is_quantized", "is_meta", "names"}
@@ -81,7 +62,7 @@ HOST_BRIDGES = {"numpy", "tolist", "__array__", "__dlpack__"}
 FORBIDDEN_BUILTINS = {"exec", "eval", "compile", "__import__", "open", "getattr", "setattr", "delattr",
                       "globals", "locals", "vars", "breakpoint", "input", "id", "hash", "memoryview",
                       "exit", "quit", "help", "dir"}
-# typing helpers that evaluate annotation strings as code.
+# typing helpers that evaluate strings as code (string annotations are checked where they stand).
 EVALUATING_TYPING = {"typing.get_type_hints", "typing.ForwardRef", "typing.evaluate_forward_ref"}
 FORBIDDEN_DUNDERS = {"__class__", "__dict__", "__globals__", "__builtins__", "__subclasses__", "__code__",
                      "__closure__", "__getattribute__", "__mro__", "__bases__", "__import__", "__loader__",
@@ -89,23 +70,31 @@ FORBIDDEN_DUNDERS = {"__class__", "__dict__", "__globals__", "__builtins__", "__
                      "__func__", "__self__", "__wrapped__", "__defaults__", "__kwdefaults__", "__module__",
                      "__getattr__", "__reduce_ex__", "__getstate__", "__setstate__", "__array_interface__",
                      "__array_struct__", "__cuda_array_interface__", "__dlpack__", "__array__", "__file__",
-                     "__cached__", "__path__", "__package__", "__delattr__", "__init_subclass__"}
+                     "__cached__", "__path__", "__package__", "__delattr__", "__init_subclass__",
+                     "__annotations__", "__annotate__", "__traceback__", "__base__", "__objclass__"}
+# Attributes that reach frames, code objects or raw memory from pure Python (B6/D1; issue 23 class 4):
+# tracebacks and generators lead to the frames of whoever called, ``array.ctypes`` to ctypes.pythonapi.
+FRAME_ATTRS = {"tb_frame", "tb_next", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "gi_frame",
+               "gi_code", "cr_frame", "cr_code", "ag_frame", "ag_code", "co_code", "co_consts", "ctypes"}
 # Class members that let an object pose as a tensor or array (raw memory, dispatch overrides).
 FORBIDDEN_MEMBERS = {"__torch_function__", "__torch_dispatch__", "__array_interface__", "__array_struct__",
                      "__cuda_array_interface__", "__dlpack__", "__array__", "__array_function__",
                      "__array_ufunc__", "__getattribute__"}
 POINTER_ATTRS = {"data_ptr", "_version", "untyped_storage", "storage", "_cdata"}
 
+# torch.<name> that change process-global state or reach torch internals (C7/D1), refused anywhere;
+# reading state (get_num_threads, backends.*.is_available, cuda.current_stream) is fine.
 STATE_CHANGERS = {"set_num_threads", "set_num_interop_threads", "set_default_dtype", "set_default_tensor_type",
-                  "set_flush_denormal", "use_deterministic_algorithms", "manual_seed", "seed", "Generator",
-                  "set_rng_state", "set_default_device", "set_float32_matmul_precision", "set_printoptions",
-                  "compile", "jit", "library", "ops", "_C", "_dynamo", "overrides", "_ops", "_refs",
-                  "_prims", "fx", "autograd", "profiler", "cuda", "backends", "hub", "multiprocessing"}
-RNG = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal",
-       "bernoulli", "multinomial", "poisson", "uniform_", "normal_", "random_", "exponential_", "bernoulli_",
-       "geometric_", "cauchy_", "log_normal_", "random", "uniform", "choice", "permutation", "shuffle",
-       "trunc_normal_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
-       "orthogonal_", "sparse_"}
+                  "set_flush_denormal", "set_default_device", "compile", "jit", "library", "ops", "fx",
+                  "overrides", "profiler", "hub", "multiprocessing", "export", "random"}
+# Last parts refused under any torch path (torch.cuda.manual_seed_all, torch.autograd.profiler): seeding
+# or reading the RNG the verifier seeded with its secret (A13), and the profiler's hooks.
+RNG_STATE = {"manual_seed", "manual_seed_all", "seed", "seed_all", "initial_seed", "set_rng_state",
+             "set_rng_state_all", "get_rng_state", "get_rng_state_all", "fork_rng", "profiler"}
+# torch.cuda members that put work where the monitor's timer does not look (C1 streams, C6 graph
+# replay) or compile kernels from strings outside the recorded loaders (jiterator).
+CUDA_REFUSED = {"Stream", "ExternalStream", "stream", "set_stream", "CUDAGraph", "graph", "graphs",
+                "make_graphed_callables", "jiterator"}
 
 # Files, processes, network, pickling and memory mapping (issue 13), anywhere in the candidate.
 TORCH_IO = {"save", "load", "from_file", "serialization", "package", "distributed", "classes", "storage",

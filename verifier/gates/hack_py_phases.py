@@ -104,7 +104,7 @@ def _import_time_use(ref: ast.AST, symbols: Symbols, import_only: set[int]) -> b
     parent = symbols.parent.get(id(ref))
     if isinstance(parent, ast.ClassDef) and any(b is ref for b in parent.bases):
         return True
-    if _in_annotation(ref, symbols) or _isinstance_argument(ref, parent, symbols):
+    if _in_annotation(ref, symbols) or _isinstance_argument(ref, parent, symbols) or _super_argument(ref, parent, symbols):
         return True
     runs_in = symbols.runs_in.get(id(ref))
     if runs_in is not None and id(runs_in) not in import_only:
@@ -118,6 +118,13 @@ def _isinstance_argument(ref: ast.AST, parent: ast.AST | None, symbols: Symbols)
     return isinstance(parent, ast.Call) and ref in parent.args and isinstance(parent.func, ast.Name) \
         and parent.func.id in ("isinstance", "issubclass") \
         and symbols.lookup(parent.func.id, symbols.scope.get(id(parent.func), symbols.tree)) is None
+
+
+def _super_argument(ref: ast.AST, parent: ast.AST | None, symbols: Symbols) -> bool:
+    """``super(ModelNew, self)``: names the class without constructing it."""
+    return isinstance(parent, ast.Call) and bool(parent.args) and parent.args[0] is ref \
+        and isinstance(parent.func, ast.Name) and parent.func.id == "super" \
+        and symbols.lookup("super", symbols.scope.get(id(parent.func), symbols.tree)) is None
 
 
 def _in_annotation(ref: ast.AST, symbols: Symbols) -> bool:

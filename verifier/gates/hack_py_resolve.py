@@ -267,6 +267,9 @@ class Resolver(ClassModel):
         return {TENSOR}
 
     def _builtin_result(self, name: str, call: ast.Call) -> set[Target]:
+        if name == "super" and call.args:  # super(ModelNew, self): the class named, as KernelBench writes it
+            classes = [t for t in self.resolve(call.args[0]) if t.kind == "class"]
+            return {Target("super", t.name, t.node) for t in classes} or {unknown("super(...)")}
         if name == "super":
             fn = self.symbols.runs_in.get(id(call))
             cls = self.symbols.enclosing_class(fn) if fn is not None else None

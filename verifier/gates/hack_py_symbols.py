@@ -6,8 +6,9 @@ code, not in the function they belong to). For every scope: what each name may b
 (assignments, loop targets, defs, classes, imports, parameters). Attribute stores are indexed by
 attribute name whatever the receiver (``x.attr = v`` anywhere counts for every ``attr``), and
 container stores (``ops[k] = f``, ``ops.append(f)``) add to the container's possible contents.
-Comprehensions share their enclosing scope. The tables over-approximate on purpose: a name bound
-in two places resolves to both.
+Comprehensions share their enclosing scope. A name a function declares ``global`` (``nonlocal``)
+is bound in the module (in the enclosing function that owns it), as Python does. The tables
+over-approximate on purpose: a name bound in two places resolves to both.
 """
 
 from __future__ import annotations
@@ -71,10 +72,13 @@ class Symbols:
                 self.loads[node.id].append(node)
             elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Store):
                 self.loads["." + node.attr].append(node)
+        self._declared: dict[int, dict[str, str]] = {}  # scope id -> name -> "global" | "nonlocal"
+        self._deferred: list[tuple[ast.AST, str, str, Binding]] = []
         self._pending: list[tuple[ast.AST, ast.AST, ast.AST | None]] = []
         self._visit_all(tree.body, tree, None)
         while self._pending:  # a worklist, not recursion: deep expressions stay cheap
             self._visit(*self._pending.pop())
+        self._bind_declared()
 
     # -- queries -------------------------------------------------------------------------------
 
@@ -109,7 +113,38 @@ class Symbols:
     # -- construction --------------------------------------------------------------------------
 
     def _bind(self, scope: ast.AST, name: str, binding: Binding) -> None:
-        self.bindings[id(scope)][name].append(binding)
+        how = self._declared.get(id(scope), {}).get(name)
+        if how:
+            self._deferred.append((scope, name, how, binding))
+        else:
+            self.bindings[id(scope)][name].append(binding)
+
+    def _declare(self, scope: ast.AST, body: list[ast.stmt]) -> None:
+        """Record the global/nonlocal declarations of a function or class body (not of nested ones)."""
+        stack = list(body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.Global, ast.Nonlocal)):
+                kind = "global" if isinstance(node, ast.Global) else "nonlocal"
+                self._declared.setdefault(id(scope), {}).update(dict.fromkeys(node.names, kind))
+            elif not isinstance(node, (*FUNCTIONS, ast.ClassDef)):
+                stack.extend(ast.iter_child_nodes(node))
+
+    def _bind_declared(self) -> None:
+        """Bindings made under a global (nonlocal) declaration, in the scope that owns the name:
+        the module (the nearest enclosing function binding it, else the nearest enclosing one)."""
+        for scope, name, how, binding in self._deferred:
+            owner = self.tree
+            if how == "nonlocal":
+                functions = []
+                current = self.scope_parent.get(id(scope))
+                while current is not None and current is not self.tree:
+                    if not isinstance(current, ast.ClassDef):
+                        functions.append(current)
+                    current = self.scope_parent.get(id(current))
+                owner = next((f for f in functions if self.bindings[id(f)].get(name)),
+                             functions[0] if functions else self.tree)
+            self.bindings[id(owner)][name].append(binding)
 
     def _mark(self, node: ast.AST, scope: ast.AST, runs_in: ast.AST | None) -> None:
         self.scope[id(node)] = scope
@@ -138,6 +173,8 @@ class Symbols:
             self._visit_all([fn.returns], scope, runs_in)
         args = fn.args
         self._visit_all(args.defaults + [d for d in args.kw_defaults if d is not None], scope, runs_in)
+        if isinstance(fn, DEFS):
+            self._declare(fn, fn.body)
         self._bind_params(fn)
         for arg in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
             if arg is not None:
@@ -167,6 +204,7 @@ class Symbols:
         self.scope_parent[id(cls)] = scope
         self._bind(scope, cls.name, Binding("class", cls))
         self._visit_all(cls.decorator_list + cls.bases + [k.value for k in cls.keywords], scope, runs_in)
+        self._declare(cls, cls.body)
         self._visit_all(cls.body, cls, runs_in)
 
     def _record(self, node: ast.AST, scope: ast.AST, runs_in: ast.AST | None) -> None:

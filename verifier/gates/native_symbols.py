@@ -1,12 +1,15 @@
-"""The undefined symbols of a built object, checked against an allowlist: whatever spelling the
-source used (macros, token pasting, aliases), a call into libc for files, processes, sockets,
-dynamic loading or raw system calls leaves the symbol's name in the object.
+"""The undefined symbols of a built object, judged by what they name: whatever spelling the source
+used (macros, token pasting, aliases, ``using namespace``), a call into libc for files, processes,
+sockets, dynamic loading or raw system calls, into an ATen kernel that bypasses the dispatcher,
+or into the CPython API leaves the callee's name in the object. A method named ``clone`` leaves
+``at::_ops::clone::call`` (a dispatcher call the runner observes), the syscall wrapper leaves
+libc's ``clone``; only the latter is refused.
 
-Allowed: math (libm, libmvec, SLEEF), memory and string functions, formatted output to stdout/stderr,
-OpenMP, the C++ runtime and the namespaces of the C++ standard library, ATen/c10/torch and
-pybind11 minus the parts that reach files, threads or processes, and the CPython API that a
-``load_inline`` module uses (not the parts that run code or import modules). Everything else is
-refused, named after the static check it belongs to, so ``disabled_checks`` turns both off.
+C++ names are demangled far enough to know the entity's qualified name (Itanium ABI: nested
+names, std abbreviations, template arguments skipped), so ``std::thread::hardware_concurrency`` is
+a query and ``std::thread::_M_start_thread`` starts a thread. What each loader may reference is in
+:mod:`verifier.gates.hack_native_names`. Refusals are named after the static check they belong
+to, so ``disabled_checks`` turns a family off in both tiers.
 
 The objects are read with a small ELF64 reader (.dynsym of a shared object, .symtab of a
 relocatable object); no tool runs.
@@ -18,58 +21,21 @@ import re
 import struct
 from pathlib import Path
 
+from verifier.gates.hack_native_names import (ATEN_DIRECT, ATEN_MIXED, C_ALLOWED, C_DENIED, C_PREFIXES,
+                                              CXX_DENIED_PARTS, CXX_NAMESPACES, MATH, PY_DENIED, PY_PREFIXES,
+                                              PYBIND_NEEDS, STD_THREAD_STARTS, TORCH_IO_PATHS, TORCH_NAMESPACES,
+                                              is_aten_kernel)
 from verifier.gates.hack_python import Finding
 
 SHN_UNDEF, SHT_SYMTAB, SHT_DYNSYM = 0, 2, 11
-_MATH = ("sin cos tan asin acos atan atan2 sinh cosh tanh asinh acosh atanh exp exp2 exp10 expm1 log log2 log10 "
-         "log1p logb pow sqrt cbrt hypot fabs floor ceil round trunc rint nearbyint lround llround lrint llrint "
-         "fmod remainder remquo fmin fmax fma fdim erf erfc tgamma lgamma lgamma_r frexp ldexp modf copysign "
-         "nextafter nexttoward scalbn scalbln ilogb nan sincos significand").split()
-_C_ALLOWED = set("""malloc calloc realloc free aligned_alloc posix_memalign memalign valloc memcpy memmove memset
-memcmp memchr bzero strlen strnlen strcmp strncmp strcpy strncpy strcat strncat strchr strrchr strstr strdup
-strtol strtoll strtoul strtoull strtod strtof strtold atoi atol atoll atof abs labs llabs div ldiv qsort bsearch
-printf puts putchar fputs fputc fprintf fwrite fflush vprintf vfprintf snprintf sprintf vsnprintf vsprintf
-stdout stderr __errno_location __assert_fail __stack_chk_fail abort atexit __cxa_finalize __cxa_atexit __gmon_start__
-_ITM_deregisterTMCloneTable _ITM_registerTMCloneTable __tls_get_addr __dso_handle __gxx_personality_v0
-__dynamic_cast __libc_single_threaded __isnan __isnanf __isinf __isinff __finite __finitef __fpclassify
-__fpclassifyf __signbit __signbitf pthread_mutex_lock pthread_mutex_unlock pthread_mutex_trylock pthread_once
-pthread_key_create pthread_key_delete pthread_getspecific pthread_setspecific pthread_self pthread_equal
-sched_yield""".split())
-_C_PREFIXES = ("__cxa_", "_Unwind_", "GOMP_", "__kmpc_", "omp_", "_ZGV", "__cuda", "cuda", "__nv_", "_Py", "Py",
-               "Sleef_")  # SLEEF: vector math (linked for a source that includes <sleef.h>)
+LOADERS = ("load_c", "extension", "vendor")
+SYMBOL_CHECKS = (*C_DENIED, "c_python_api", "c_undefined_symbols")  # the names symbol findings carry
 _FORTIFIED = re.compile(r"__(\w+)_chk$")
-_MATH_NAME = re.compile(r"(?:__)?(" + "|".join(_MATH) + r")[fl]?(?:_finite)?$")
-# denied outright, by the check each belongs to (anything else unknown is c_undefined_symbols)
-_CATEGORIES = {
-    "c_files_and_network": r"f?open\w*|creat|fdopen|freopen|tmpfile|mkstemp\w*|unlink(at)?|rename(at)?|remove|"
-                           r"(f|l)?stat\w*|truncate|ftruncate|mkdir|rmdir|opendir|readdir|scandir|chdir|chmod|chown|"
-                           r"link|symlink|readlink|f?read|pread\w*|f?write|pwrite\w*|fgets|fscanf|getline|mmap\w*|"
-                           r"munmap|mprotect|shm_\w+|socket|connect|bind|listen|accept\w*|send\w*|recv\w*|dlopen|"
-                           r"dlsym|dlvsym|dladdr|dl_iterate_phdr|dlmopen|getaddrinfo|gethostbyname|ioctl|fcntl|dup\d?",
-    "c_processes_and_signals": r"fork|vfork|clone\d?|exec\w*|system|popen|posix_spawnp?|kill|killpg|raise|syscall|"
-                               r"ptrace|exit|_exit|_Exit|quick_exit|signal|sigaction|setrlimit|prlimit\w*|daemon|"
-                               r"setsid|setpgid|setuid|setgid|process_vm_\w+|prctl|seccomp|getppid",
-    "c_threads": r"pthread_create|pthread_detach|pthread_attr_\w+|thrd_create|sched_setaffinity|"
-                 r"pthread_setaffinity_np|omp_set_num_threads|omp_set_dynamic|setenv|putenv|unsetenv|getenv|"
-                 r"clearenv|secure_getenv",
-    "c_inline_asm_and_load_hooks": r"clock_gettime|gettimeofday|time|clock|__rdtsc|times|getrusage",
-    "c_rng": r"s?rand(om)?|rand_r|[dlmejn]rand48|getrandom|getentropy|arc4random\w*",
-}
-_DENIED = {check: re.compile(f"(?:{pattern})$") for check, pattern in _CATEGORIES.items()}
-# C++: the namespaces allowed, minus identifiers that reach files, threads, processes or Python
-_CXX_NAMESPACES = {"std", "__cxxabiv1", "__gnu_cxx", "at", "c10", "torch", "pybind11", "caffe2"}
-_STD_ABBREVIATIONS = ("St", "Sa", "Sb", "Ss", "Si", "So", "Sd")
-_CXX_DENIED = {
-    "c_files_and_network": {"basic_ofstream", "basic_ifstream", "basic_fstream", "basic_filebuf", "__basic_file",
-                            "filesystem", "from_file", "MapAllocator", "RefcountedMapAllocator", "serialize",
-                            "PyTorchStreamReader", "PyTorchStreamWriter", "FileAdapter", "jit"},
-    "c_threads": {"thread", "jthread", "set_num_threads", "set_num_interop_threads"},
-    "c_processes_and_signals": {"import", "eval", "exec", "eval_file"},
-    "c_rng": {"random_device", "manual_seed"},
-}
-_TORCH_IO = re.compile(r"_ZN5torch(4save|4load)")  # torch::save / torch::load (an identifier "load" alone is pybind's)
-_PY_DENIED = re.compile(r"(PyRun_|PyImport_|Py_CompileString|PyEval_Eval|PyFile_|PyOS_|PyMarshal_|PySys_|Py_Exit|"
-                        r"Py_Main|Py_RunMain|PyCode_|PyFunction_New|PyObject_AsFileDescriptor)")
+_MATH_NAME = re.compile(r"(?:__)?(" + "|".join(MATH) + r")[fl]?(?:_finite)?$")
+_DENIED = {check: re.compile(f"(?:{pattern})$") for check, pattern in C_DENIED.items()}
+# typeinfo (and its name) of a builtin type or a pointer to one, which the C++ runtime defines:
+# ``throw "message"`` in torch's headers needs _ZTIPKc (const char*), a thrown bool _ZTIb
+_BUILTIN_TYPEINFO = re.compile(r"_ZT[IS][PKRVO]*(?:[a-z]|D[a-z]|DF\d+_)$")
 
 
 def undefined_symbols(path: str | Path) -> list[str]:
@@ -95,8 +61,119 @@ def undefined_symbols(path: str | Path) -> list[str]:
     return names
 
 
+# -- Itanium demangling, as far as the entity's qualified name -----------------------------------
+
+_SPECIAL = ("TV", "TI", "TS", "TT", "GV", "TH", "TW")  # vtable, typeinfo, its name, VTT, guard, TLS init/wrapper
+_STD = {"St": ("std",), "Sa": ("std", "allocator"), "Sb": ("std", "basic_string"), "Ss": ("std", "string"),
+        "Si": ("std", "istream"), "So": ("std", "ostream"), "Sd": ("std", "iostream")}
+
+
+class _Unparsed(Exception):
+    """A mangling this small parser does not follow (the caller falls back to every identifier)."""
+
+
+def _source_name(s: str, i: int) -> tuple[str, int]:
+    m = re.match(r"\d+", s[i:])
+    if m is None:
+        raise _Unparsed(s)
+    start = i + len(m.group(0))
+    end = start + int(m.group(0))
+    if end > len(s):
+        raise _Unparsed(s)
+    return s[start:end], end
+
+
+def _skip_template_args(s: str, i: int) -> int:
+    """Index just past the template argument list ``I ... E`` starting at ``s[i]``."""
+    depth = 0
+    while i < len(s):
+        c = s[i]
+        if c.isdigit():
+            i = _source_name(s, i)[1]
+            continue
+        if c in "INXJF" or s[i:i + 2] in ("Dt", "DT"):
+            depth += 1
+            i += 2 if c == "D" else 1
+        elif c == "E":
+            depth -= 1
+            i += 1
+            if depth == 0:
+                return i
+        elif c == "L":  # a literal: L <type> <value> E (or L_Z <encoding> E)
+            end = s.find("E", i)
+            if end < 0:
+                raise _Unparsed(s)
+            i = end + 1
+        elif c in "ST" and s[i:i + 2] not in _STD:
+            end = s.find("_", i)
+            if end < 0:
+                raise _Unparsed(s)
+            i = end + 1
+        elif c == "S" or (c == "D" and s[i + 1:i + 2] not in ("v", "F")):
+            i += 2
+        elif c in "DA":  # Dv<n>_ vector, DF<n>_ float type, A<n>_ array
+            end = s.find("_", i)
+            i = end + 1 if end >= 0 else len(s)
+        else:
+            i += 1
+    raise _Unparsed(s)
+
+
+def entity_path(symbol: str) -> tuple[str, ...]:
+    """The qualified name of the entity a mangled C++ symbol names: ``_ZN2at4_ops2mm10redispatchE...``
+    -> (at, _ops, mm, redispatch); ``_ZNSt6thread20hardware_concurrencyEv`` -> (std, thread,
+    hardware_concurrency); constructors and destructors as "<ctor>"/"<dtor>", operators as
+    "operator". Raises _Unparsed on what it does not follow."""
+    s, i = symbol, 2
+    if s[i:i + 2] in _SPECIAL:
+        i += 2
+    if s[i:i + 1] == "L":
+        i += 1
+    if s[i:i + 1] == "N":
+        i += 1
+        while i < len(s) and s[i] in "rVKRO":
+            i += 1
+        return _nested(s, i)
+    if s[i:i + 2] in ("nw", "na", "dl", "da"):
+        return ("operator",)
+    if s[i:i + 2] in _STD:
+        parts, i = _STD[s[i:i + 2]], i + 2
+        return (*parts, _source_name(s, i)[0]) if i < len(s) and s[i].isdigit() else parts
+    return (_source_name(s, i)[0],)
+
+
+def _nested(s: str, i: int) -> tuple[str, ...]:
+    parts: list[str] = []
+    while i < len(s) and s[i] != "E":
+        c, two = s[i], s[i:i + 2]
+        if c.isdigit():
+            name, i = _source_name(s, i)
+            parts.append(name)
+        elif two in _STD and not parts:
+            parts.extend(_STD[two])
+            i += 2
+        elif c == "I":
+            i = _skip_template_args(s, i)
+        elif c == "B":  # ABI tag
+            i = _source_name(s, i + 1)[1]
+        elif c == "C" and s[i + 1:i + 2] in "123":
+            parts.append("<ctor>")
+            i += 2
+        elif c == "D" and s[i + 1:i + 2] in "0123":
+            parts.append("<dtor>")
+            i += 2
+        elif c.islower() and s[i + 1:i + 2].isalpha():
+            parts.append("operator")
+            break
+        else:
+            raise _Unparsed(s)
+    if not parts:
+        raise _Unparsed(s)
+    return tuple(parts)
+
+
 def mangled_identifiers(symbol: str) -> list[str]:
-    """The length-prefixed identifiers of an Itanium-mangled name (``_ZN5torch4saveE..`` -> torch, save)."""
+    """Every length-prefixed identifier of an Itanium-mangled name, parameter types included."""
     found, i = [], 2
     while i < len(symbol):
         m = re.match(r"\d+", symbol[i:])
@@ -109,64 +186,108 @@ def mangled_identifiers(symbol: str) -> list[str]:
     return found
 
 
-def cxx_namespace(symbol: str) -> str:
-    """The outermost namespace of a mangled C++ name ("std" for the standard library's abbreviations)."""
-    rest = symbol[2:]
-    if rest[:2] in ("TV", "TI", "TS", "TT"):  # vtable, typeinfo, typeinfo name, VTT of a class
-        rest = rest[2:]
-    if rest[:2] in ("nw", "na", "dl", "da"):  # operator new / delete
-        return "std"
-    if rest.startswith("N"):
-        rest = rest[1:].lstrip("rVKRO")
-    if rest[:2] in _STD_ABBREVIATIONS:
-        return "std"
-    match = re.match(r"\d+", rest)
-    return rest[len(match.group(0)):len(match.group(0)) + int(match.group(0))] if match else ""
+# -- the policy ----------------------------------------------------------------------------------
 
-
-# typeinfo (and its name) of a builtin type or a pointer to one, which the C++ runtime defines:
-# ``throw "message"`` in torch's headers needs _ZTIPKc (const char*), a thrown bool _ZTIb
-_BUILTIN_TYPEINFO = re.compile(r"_ZT[IS][PKRVO]*(?:[a-z]|D[a-z]|DF\d+_)$")
-
-
-def classify(symbol: str) -> str:
-    """"" if allowed, else the name of the check that refuses it."""
+def classify(symbol: str, loader: str = "extension") -> str:
+    """"" if ``loader``'s objects may reference ``symbol``, else the name of the check refusing it.
+    loader: "load_c" (plain C through ctypes), "extension" (a pybind11/torch module), "vendor"
+    (a vendor runtime's objects, strict_symbols=False: only the known-dangerous names)."""
     if symbol.startswith("_ZGV") or symbol == "_GLOBAL_OFFSET_TABLE_" or _BUILTIN_TYPEINFO.match(symbol):
         return ""  # libmvec's vector math; the linker's GOT; the runtime's typeinfo of builtin types
     if symbol.startswith("_Z"):
-        if cxx_namespace(symbol) not in _CXX_NAMESPACES:
-            return "c_undefined_symbols"
-        if _TORCH_IO.match(symbol):
-            return "c_files_and_network"
-        idents = set(mangled_identifiers(symbol))
-        return next((check for check, words in _CXX_DENIED.items() if idents & words), "")
-    if symbol.startswith(("Py", "_Py")) and _PY_DENIED.match(symbol.lstrip("_")):
-        return "c_processes_and_signals"
+        return _cxx(symbol, loader)
+    if symbol.startswith(PY_PREFIXES):
+        return _python(symbol, loader)
     fortified = _FORTIFIED.match(symbol)
     base = fortified.group(1) if fortified else symbol
-    if base in _C_ALLOWED or _MATH_NAME.match(base):
+    if base in C_ALLOWED or _MATH_NAME.match(base):
         return ""
     for check, pattern in _DENIED.items():
         if pattern.match(base.lstrip("_")):
             return check
-    if symbol.startswith(_C_PREFIXES) and not symbol.startswith(("cudaIpc", "cuIpc")):
+    if symbol.startswith(C_PREFIXES) and not symbol.startswith(("cudaIpc", "cuIpc")):
         return ""
     return "c_undefined_symbols"
 
 
-def symbol_findings(path: str | Path, label: str, disabled: tuple[str, ...] = (), strict: bool = True) -> list[Finding]:
+def _python(symbol: str, loader: str) -> str:
+    if loader == "load_c":
+        return "c_python_api"  # a ctypes kernel needs no interpreter; with it, it rewrites the harness
+    if symbol in PYBIND_NEEDS:
+        return ""
+    return "c_python_api" if PY_DENIED.match(symbol) else ""
+
+
+def _cxx(symbol: str, loader: str) -> str:
+    try:
+        path = entity_path(symbol)
+        parts = set(path)
+    except (_Unparsed, IndexError):
+        path, parts = (), set(mangled_identifiers(symbol))
+    namespace = path[0] if path else _first_namespace(symbol)
+    if loader == "load_c" and namespace in TORCH_NAMESPACES:
+        return "c_python_api" if namespace == "pybind11" else "c_aten_compute"
+    if loader != "vendor" and namespace not in CXX_NAMESPACES.get(loader, CXX_NAMESPACES["extension"]):
+        return "c_undefined_symbols"
+    if path[:2] in TORCH_IO_PATHS:
+        return "c_files_and_network"
+    if path[:2] == ("std", "thread") and (len(path) < 3 or path[2] in STD_THREAD_STARTS or path[2] == "<ctor>"):
+        return "c_threads"
+    if namespace == "at" and len(path) > 2 and (path[1] in ATEN_DIRECT
+                                                or path[1] in ATEN_MIXED and is_aten_kernel(path[1], path[2])):
+        return "c_aten_compute"  # at::native::..., at::cpu::mm_out: a kernel without the dispatcher
+    for check, words in CXX_DENIED_PARTS.items():
+        if check == "c_python_api" and namespace != "pybind11":
+            continue
+        if parts & words:
+            return check
+    return ""
+
+
+def _first_namespace(symbol: str) -> str:
+    names = mangled_identifiers(symbol)
+    rest = symbol[2:].lstrip("TVISTLNrKVRO")
+    if rest[:2] in _STD:
+        return "std"
+    return names[0] if names else ""
+
+
+def loader_of(label: str, strict: bool = True) -> str:
+    """The loader a built unit came from, read from its label until units carry it themselves."""
+    if not strict:
+        return "vendor"
+    return "load_c" if label.startswith("load_c") else "extension"
+
+
+def symbol_findings(path: str | Path, label: str, disabled: tuple[str, ...] = (), strict: bool = True,
+                    loader: str = "") -> list[Finding]:
     """One finding per refused symbol of the object at ``path`` (``label`` names the source).
-    ``strict=False`` (vendor runtimes whose names are not listed) refuses only the known-dangerous ones."""
+    ``strict=False`` (vendor runtimes whose names are not listed) refuses only the known-dangerous
+    ones; ``loader`` ("load_c" | "extension" | "vendor") defaults to what the label says."""
+    loader = loader or loader_of(label, strict)
     try:
         symbols = undefined_symbols(path)
     except (OSError, ValueError, struct.error, IndexError) as exc:
         return [Finding("c_undefined_symbols", f"{label}: cannot read the built object's symbols ({exc})")]
     findings = []
     for symbol in sorted(set(symbols)):
-        check = classify(symbol)
-        if check == "c_undefined_symbols" and not strict:
+        check = classify(symbol, loader)
+        if check == "c_undefined_symbols" and loader == "vendor":
             continue
         if check and check not in disabled:
-            findings.append(Finding(check, f"{label}: the built code calls {symbol}, which is not allowed "
-                                           "(files, processes, sockets, dynamic loading, system calls, threads)"))
+            findings.append(Finding(check, f"{label}: the built code references {symbol}, which is not allowed "
+                                           f"({_WHY[check]})"))
     return findings
+
+
+_WHY = {
+    "c_files_and_network": "files, sockets and dynamic loading",
+    "c_processes_and_signals": "processes, signals, exits and raw system calls",
+    "c_threads": "threads, streams and thread-budget changes beyond the OpenMP pool",
+    "c_inline_asm_and_load_hooks": "timers",
+    "c_rng": "random numbers",
+    "c_aten_compute": "compute the dispatcher does not see: ATen kernels called directly, redispatch, "
+                      "dispatch switches, BLAS/DNN libraries, or torch in a load_c kernel",
+    "c_python_api": "the CPython API that runs code, imports, or reaches frames and attributes",
+    "c_undefined_symbols": "outside the allowed libraries",
+}

@@ -56,14 +56,16 @@ class BuildLimits:
 def _units_json(units: tuple[BuiltUnit, ...], note: str) -> bytes:
     return json.dumps({"note": note, "units": [{"label": u.label, "preprocessed": u.preprocessed,
                                                 "includes": list(u.includes), "line_offset": u.line_offset,
-                                                "strict_symbols": u.strict_symbols} for u in units]}).encode()
+                                                "strict_symbols": u.strict_symbols, "loader": u.loader,
+                                                "language": u.language} for u in units]}).encode()
 
 
 def _units_from(raw: bytes, library: Path | None) -> tuple[tuple[BuiltUnit, ...], str]:
     data = json.loads(raw)
     binaries = (str(library),) if library is not None else ()
     return tuple(BuiltUnit(u["label"], u["preprocessed"], tuple(u["includes"]), binaries, int(u["line_offset"]),
-                           bool(u["strict_symbols"])) for u in data["units"]), str(data.get("note", ""))
+                           bool(u["strict_symbols"]), str(u.get("loader", "")), str(u.get("language", "")))
+                 for u in data["units"]), str(data.get("note", ""))
 
 
 def _findings(findings: list[Finding], limit: int = 5) -> tuple[str, str]:
@@ -88,7 +90,8 @@ class BuildService:
 
     def build(self, job: BuildJob, timeout_s: float, start: float | None = None) -> BuildOutcome:
         start = time.perf_counter() if start is None else start
-        findings = run_native_checks(job.source, self.limits.dtype, self.limits.disabled) if job.source else []
+        findings = [f for text, language in job.sources if text.strip()
+                    for f in run_native_checks(text, self.limits.dtype, self.limits.disabled, language)]
         if findings:
             reason, detail = _findings([Finding(f.check, f"{job.label}: {f.message}", f.line) for f in findings])
             return BuildOutcome(False, "hack", reason, detail, seconds=time.perf_counter() - start)

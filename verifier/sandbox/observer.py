@@ -39,7 +39,7 @@ MAGIC = 0x45564F4B4F425356  # "EVOKOBSV"
 _HEAD = struct.Struct("<QQQQ")
 NAME_SLOTS, NAME_BYTES = 8, 64
 
-# ATen operators forward may dispatch: allocation, views and metadata, copies (the contract).
+# ATen operators forward may dispatch: allocation, views and metadata, copies and data movement (the contract).
 ALLOWED_OPS = frozenset("""
 empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like ones ones_like full full_like
 new_zeros new_ones new_full zero_ fill_ view _unsafe_view reshape _reshape_alias as_strided permute transpose t
@@ -47,7 +47,7 @@ unsqueeze squeeze expand slice select split split_with_sizes chunk unbind narrow
 _to_copy to contiguous lift_fresh lift_fresh_copy unflatten flatten movedim _local_scalar_dense resize_ view_as
 sym_size sym_stride sym_numel sym_storage_offset is_contiguous dim size stride set_ _has_compatible_shallow_copy_type
 scalar_tensor expand_as reshape_as numel is_same_size is_nonzero item _pin_memory is_pinned record_stream
-resolve_conj resolve_neg conj _conj
+resolve_conj resolve_neg conj _conj cat stack constant_pad_nd
 """.split())
 # operator namespaces that belong to torch (anything else is the candidate's own custom operator)
 TORCH_NAMESPACES = frozenset("""

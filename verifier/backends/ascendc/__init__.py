@@ -66,7 +66,8 @@ class AscendCBackend(Backend):
 
     def built_units(self, job: BuildJob, records: dict[str, bytes], library: Path | None) -> tuple[BuiltUnit, ...]:
         # CANN's runtime names are not on the symbol allowlist: refuse the known-dangerous calls only
-        return (BuiltUnit("Ascend C build", binaries=(str(library),) if library else (), strict_symbols=False),)
+        return (BuiltUnit("Ascend C build", binaries=(str(library),) if library else (), strict_symbols=False,
+                          loader="vendor"),)
 
     def load(self, candidate_source: str, workdir: str) -> type:
         problem = toolchain_problem(locate_cann())
