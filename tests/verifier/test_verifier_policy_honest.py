@@ -424,16 +424,13 @@ def test_inline_ptx_in_device_code_passes_and_host_assembly_does_not():
 
 
 def test_a_load_inline_candidates_cuda_sources_may_hold_ptx_its_cpp_sources_no_assembly():
-    source = '''import torch
-from torch.utils.cpp_extension import load_inline
-CU = r"""
+    """As the monitor checks a recorded load_inline call (verifier.monitor.builds): cuda_sources as CUDA,
+    cpp_sources as C++."""
+    cu = """
 __device__ unsigned lane() { unsigned r; asm volatile("mov.u32 %0, %%laneid;" : "=r"(r)); return r; }
 __global__ void k(float* y) { y[lane()] = 1; }
 torch::Tensor f(torch::Tensor x) { k<<<1, 32>>>(x.data_ptr<float>()); return x; }
 """
-CPP = r"""torch::Tensor f(torch::Tensor x);"""
-ext = load_inline(name="e", cpp_sources=CPP, cuda_sources=CU, functions=["f"])
-'''
-    assert static_findings(source, "float32") == []
-    host_asm = source.replace('CPP = r"""', 'CPP = r"""void g() { asm("nop"); }\n')
-    assert [f.check for f in static_findings(host_asm, "float32")] == ["c_inline_asm_and_load_hooks"]
+    assert run_native_checks(cu, "float32", (), "cuda") == []
+    assert [f.check for f in run_native_checks("void g() { asm(\"nop\"); }\n", "float32", (), "c++")] == \
+        ["c_inline_asm_and_load_hooks"]

@@ -126,6 +126,8 @@ def library(cache_root: Path, timeout_s: float = 300.0) -> tuple[Path | None, st
 
 
 # ---- runner side ------------------------------------------------------------------------------------
+_PINNED: list = []
+
 class RunnerObserver:
     """Installs the observer in the runner (before candidate code) and arms it (after construction)."""
 
@@ -135,7 +137,9 @@ class RunnerObserver:
         self.page_arena = page_arena
         self.native = None
         self.fallback = None
-        address = ctypes.addressof(ctypes.c_char.from_buffer(page_arena.map))
+        view = ctypes.c_char.from_buffer(page_arena.map)
+        _PINNED.append((page_arena, view))  # the callback writes there for the rest of the process's life
+        address = ctypes.addressof(view)
         if library_path:
             lib = ctypes.CDLL(library_path)
             lib.evokernel_observer_install.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
