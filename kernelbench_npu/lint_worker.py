@@ -32,18 +32,16 @@ def _adapt(request: dict) -> dict:
 
     from kernelbench_npu.cost import CostError, estimate_cost
     from kernelbench_npu.loader import ProblemError, check_runtime
-    from kernelbench_npu.sizing import fit_to_budget, original_fit
-    from kernelbench_npu.variants import CPU_2CORE
+    from kernelbench_npu.sizing import fit_profile, original_fit
+    from kernelbench_npu.variants import PROFILES
 
     source, path = request["source"], request["path"]
     try:
         check_runtime(Path(path), source)
     except ProblemError as exc:
         return {"load_error": str(exc)}
-    profile = CPU_2CORE
     try:
-        lint = fit_to_budget(source, profile.target_ms, profile.keep_below_ms, profile.memory_bytes, "float32", path,
-                             profile.budget_ms)
+        lint = fit_profile(source, PROFILES[request.get("lint_profile", "cpu-2core")], path)
         task = lint if request["shrink"] else original_fit(source, estimate_cost(source, "float32", path))
     except CostError as exc:
         return {"cost_error": str(exc)}

@@ -122,8 +122,8 @@ def _relative_error(src: SourceDir, path: Path, error: str) -> str:
 def _adapt_all(problems: list[Problem], variant: Variant, workers: int, threads: int, timeout_s: float,
                progress: Callable[[str], None] | None) -> dict[str, dict]:
     """Size every problem once (fp32, meta device) in the worker pool; answers keyed by task id."""
-    requests = [LintRequest(p.task_id, p.source, "float32", str(p.path), kind="adapt", shrink=variant.shrinks)
-                for p in problems]
+    requests = [LintRequest(p.task_id, p.source, "float32", str(p.path), kind="adapt", shrink=variant.shrinks,
+                            lint_profile=variant.lint_sizes) for p in problems]
 
     def report(request: LintRequest, answer: dict) -> None:
         if progress:
@@ -177,9 +177,9 @@ def _notes(fit: SizeFit | None, lint_fit: SizeFit | None, mode: str, dtype: str,
         return "original sizes"
     parts = [f"{fit.note}; estimated {fit.cost.estimated_ms:.3g} ms on this CPU"]
     if mode == LINT_REDUCED:
-        parts.append(f"linted at {CPU_2CORE.name} sizes ({lint_fit.note})")
+        parts.append(f"linted at {variant.lint_sizes} sizes ({lint_fit.note})")
     elif mode == LINT_META:
-        parts.append(f"values not linted: {CPU_2CORE.name} sizes still estimated at "
+        parts.append(f"values not linted: {variant.lint_sizes} sizes still estimated at "
                      f"{lint_fit.cost.estimated_ms:.4g} ms > {CPU_2CORE.budget_ms:g} ms; shapes and cost checked on the meta device")
     align = alignment_note(fit.cost.input_shapes, fit.cost.output_shape, dtype, variant.alignment_bytes)
     return "; ".join(parts + ([align] if align else []))

@@ -2,9 +2,10 @@
 
 ``python driver.py REQUEST.json RESULT.json`` (the request is written by :mod:`gate`). Steps:
 
-1. A forked, seccomp-filtered child records the candidate's launches on the task's inputs and
-   runs Triton's front end to TTIR (:mod:`driver_record`); this process never imports candidate
-   code.
+1. A forked, seccomp-filtered child records the candidate's launches on shape-only stand-ins of
+   the task's inputs (the request's ``specs``; nothing the size of the task is allocated) and runs
+   Triton's front end to TTIR (:mod:`driver_record`, :mod:`shape_record`); this process never
+   imports candidate code.
 2. For every distinct TTIR (cached by its hash, the launch options, the SoC and the toolchain
    versions): triton-ascend's own ``ttadapter`` stage (``triton-adapter-opt``: TTIR -> linalg with
    HIVM annotations) and its own ``npubin`` stage for A2/A3 (``bishengir-compile`` with the flags
@@ -151,7 +152,6 @@ def main(argv: list[str]) -> int:
     request = json.loads(Path(argv[1]).read_text())
     workdir = Path(request["workdir"])
     (workdir / "candidate.py").write_text(request["candidate_source"])
-    (workdir / "task.py").write_text(request["task_source"])
     import torch  # noqa: F401  (imported once, before the fork, for both sides)
 
     prepare_triton(request["soc"])
@@ -159,8 +159,10 @@ def main(argv: list[str]) -> int:
     lines, died = run_forked(workdir, request, request.get("seccomp", ""))
     launches = [e for e in lines if e.get("kind") == "launch"]
     errors = [e for e in lines if e.get("kind") == "error"]
+    done = next((e for e in lines if e.get("kind") == "done"), {})
     result = {"record_seconds": round(time.perf_counter() - start, 3), "died": died,
               "error": errors[0] if errors else None, "launches": len(launches),
+              "placement": done.get("placement"),
               "kernels": compile_all(launches, request, workdir)}
     Path(argv[2]).write_text(json.dumps(result))
     return 0

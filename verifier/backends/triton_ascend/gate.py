@@ -1,7 +1,9 @@
 """The triton-ascend compile gate, main-environment side: cache, request, driver subprocess, verdict.
 
 Called from the backend's ``compile`` (inside the sandbox child, before its seccomp filter). It
-never imports triton-ascend: it writes a request, runs :mod:`driver` with the toolchain's python
+never imports triton-ascend: it describes the task's inputs by shape on the meta device
+(:func:`kernelbench_npu.shape_specs.task_specs`: shapes, strides, dtypes and scalars, in the task's
+dtype; nothing allocated), writes a request, runs :mod:`driver` with the toolchain's python
 (``run_tool``: own process group, wall-clock timeout) and reads the JSON result back.
 
 Two caches under the verifier cache (``build_dir/triton-ascend``):
@@ -28,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from kernelbench_npu.shape_specs import SpecError, task_specs
 from verifier.backends.base import CompileOutcome
 from verifier.backends.toolrun import run_tool, trim_diagnostics
 from verifier.backends.triton_ascend.diagnostics import hints, summarise
@@ -36,12 +39,12 @@ from verifier.toolchains.env import launch_env
 
 DRIVER = Path(__file__).with_name("driver.py")
 SECCOMP = Path(__file__).resolve().parents[2] / "sandbox" / "seccomp.py"
-GATE_VERSION = "4"  # bump when the driver's result for the same inputs would change
+GATE_VERSION = "5"  # bump when the driver's result for the same inputs would change
 RECORD_SHARE = 0.5  # share of the compile timeout the recording may take
 
 
-def cache_key(candidate_source: str, task_source: str, toolchain: TritonAscendToolchain) -> str:
-    parts = [GATE_VERSION, candidate_source, task_source, toolchain.soc, str(toolchain.full_compile),
+def cache_key(candidate_source: str, task_source: str, toolchain: TritonAscendToolchain, dtype: str = "float32") -> str:
+    parts = [GATE_VERSION, candidate_source, task_source, dtype, toolchain.soc, str(toolchain.full_compile),
              json.dumps(toolchain.env.versions, sort_keys=True)]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
@@ -59,16 +62,21 @@ def driver_env(toolchain: TritonAscendToolchain, workdir: Path) -> dict[str, str
 
 
 def compile_gate(candidate_source: str, task_source: str, toolchain: TritonAscendToolchain, cache_root: Path,
-                 timeout_s: float) -> CompileOutcome:
+                 timeout_s: float, dtype: str = "float32") -> CompileOutcome:
     start = time.perf_counter()
-    key = cache_key(candidate_source, task_source, toolchain)
+    key = cache_key(candidate_source, task_source, toolchain, dtype)
     hit = cache_root / "gates" / f"{key}.json"
     if hit.is_file():
         data = json.loads(hit.read_text())
         return _outcome(bool(data["ok"]), str(data["diagnostics"]), start, cached=True)
+    try:
+        specs = task_specs(task_source, dtype, seed=0, path="task.py").as_dict()
+    except SpecError as exc:  # the build quarantines such tasks; reaching here means a hand-made task
+        return _outcome(False, f"the task's inputs cannot be described by shape for the recording: {exc}", start,
+                        cached=False)
     workdir = Path(tempfile.mkdtemp(prefix="evokernel-triton-ascend-"))
     try:
-        ok, text, cacheable = _run_driver(candidate_source, task_source, toolchain, cache_root, workdir, timeout_s)
+        ok, text, cacheable = _run_driver(candidate_source, specs, dtype, toolchain, cache_root, workdir, timeout_s)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if cacheable:
@@ -82,10 +90,10 @@ def _outcome(ok: bool, text: str, start: float, cached: bool) -> CompileOutcome:
     return CompileOutcome(ok, text, time.perf_counter() - start, cached=cached, note=note)
 
 
-def _run_driver(candidate_source: str, task_source: str, toolchain: TritonAscendToolchain, cache_root: Path,
+def _run_driver(candidate_source: str, specs: dict, dtype: str, toolchain: TritonAscendToolchain, cache_root: Path,
                 workdir: Path, timeout_s: float) -> tuple[bool, str, bool]:
     """(ok, feedback, cacheable): infrastructure trouble (a broken toolchain, a timeout) is not cached."""
-    request = {"candidate_source": candidate_source, "task_source": task_source, "soc": toolchain.soc,
+    request = {"candidate_source": candidate_source, "specs": specs, "dtype": dtype, "soc": toolchain.soc,
                "full_compile": toolchain.full_compile, "workdir": str(workdir),
                "cache_dir": str(cache_root / "kernels"), "seccomp": str(SECCOMP) if SECCOMP.is_file() else "",
                "record_timeout_s": max(10.0, timeout_s * RECORD_SHARE), "max_configs": 8, "seed": 0,
