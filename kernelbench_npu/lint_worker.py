@@ -45,7 +45,15 @@ def _adapt(request: dict) -> dict:
         task = lint if request["shrink"] else original_fit(source, estimate_cost(source, "float32", path))
     except CostError as exc:
         return {"cost_error": str(exc)}
-    return {"task": task.as_dict(), "lint": lint.as_dict()}
+    answer = {"task": task.as_dict(), "lint": lint.as_dict()}
+    if request.get("specs"):  # the NPU variants' compile gate records launches on these, never on values
+        from kernelbench_npu.shape_specs import SpecError, task_specs
+
+        try:
+            answer["specs"] = task_specs(task.source, "float32", path=path).as_dict()
+        except SpecError as exc:
+            answer["spec_error"] = str(exc)
+    return answer
 
 
 def _lint(request: dict):

@@ -68,6 +68,11 @@ class Variant:
     lint_sizes: str = CPU_2CORE.name  # the size profile references are linted at (a PROFILES key)
 
     @property
+    def records_by_shape(self) -> bool:
+        """True for the NPU variants: their compile gate records launches on shape-only inputs."""
+        return self.backend in _NPU_BACKENDS
+
+    @property
     def shrinks(self) -> bool:
         """True when the variant's tasks take the cpu-2core sizes (else their original sizes)."""
         return self.size_profile == CPU_2CORE.name

@@ -76,21 +76,46 @@ def cache_dir() -> Path:
     return default_cache_dir() / "small-shapes"
 
 
-def interpreter_fit(source: str, timeout_s: float = SIZING_TIMEOUT_S) -> dict:
-    """``{"source", "note", "input_shapes", "estimated_ms", "footprint_bytes"}`` of the task at the
-    interpreter sizes; cached by source. Raises SmallShapesError when sizing fails."""
-    key = hashlib.sha256(f"{SIZING_VERSION}\0{source}".encode()).hexdigest()
-    path = cache_dir() / f"{key}.json"
-    if path.is_file():
-        try:
-            return json.loads(path.read_text())
-        except ValueError:
-            pass  # a torn write by a killed process: compute again
-    answer = _compute(source, timeout_s)
+def _cache_path(source: str) -> Path:
+    return cache_dir() / (hashlib.sha256(f"{SIZING_VERSION}\0{source}".encode()).hexdigest() + ".json")
+
+
+def _cached(source: str) -> dict | None:
+    path = _cache_path(source)
+    try:
+        return json.loads(path.read_text()) if path.is_file() else None
+    except ValueError:
+        return None  # a torn write by a killed process: compute again
+
+
+def _store(source: str, answer: dict) -> None:
+    path = _cache_path(source)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(f".{os.getpid()}.tmp")
     tmp.write_text(json.dumps(answer))
     os.replace(tmp, path)
+
+
+def interpreter_fits(sources: list[str], timeout_s: float = SIZING_TIMEOUT_S) -> list[dict]:
+    """For each source ``{"source", "note", "adapted", "input_shapes", "estimated_ms",
+    "footprint_bytes"}`` at the interpreter sizes, or ``{"error": why}``; the missing ones computed in
+    one subprocess, every answer cached by source."""
+    answers = [_cached(s) for s in sources]
+    missing = sorted({s for s, a in zip(sources, answers) if a is None})
+    if missing:
+        computed = dict(zip(missing, _compute(missing, timeout_s * max(1, len(missing) // 20 + 1))))
+        for source, answer in computed.items():
+            if "error" not in answer:
+                _store(source, answer)
+        answers = [a if a is not None else computed[s] for s, a in zip(sources, answers)]
+    return answers
+
+
+def interpreter_fit(source: str, timeout_s: float = SIZING_TIMEOUT_S) -> dict:
+    """One task's :func:`interpreter_fits` answer; raises SmallShapesError when sizing fails."""
+    answer = interpreter_fits([source], timeout_s)[0]
+    if "error" in answer:
+        raise SmallShapesError(f"sizing the task for the interpreter failed: {answer['error']}")
     return answer
 
 
@@ -111,41 +136,48 @@ def _unparsable(source: str) -> bool:
     return False
 
 
-def _compute(source: str, timeout_s: float) -> dict:
+def _compute(sources: list[str], timeout_s: float) -> list[dict]:
     with tempfile.TemporaryDirectory(prefix="evokernel-sizing-") as tmp:
-        task = Path(tmp) / "task.py"
-        task.write_text(source)
+        files = []
+        for i, source in enumerate(sources):
+            files.append(Path(tmp) / f"task{i}.py")
+            files[-1].write_text(source)
         env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"}
         try:
-            run = subprocess.run([sys.executable, "-m", "verifier.backends.small_shapes", str(task)], capture_output=True,
-                                 text=True, timeout=timeout_s, env=env, cwd=tmp)
+            run = subprocess.run([sys.executable, "-m", "verifier.backends.small_shapes", *map(str, files)],
+                                 capture_output=True, text=True, timeout=timeout_s, env=env, cwd=tmp)
         except subprocess.TimeoutExpired:
             raise SmallShapesError(f"sizing the task for the interpreter timed out after {timeout_s:.0f} s") from None
-    lines = run.stdout.strip().splitlines()
-    if run.returncode != 0 or not lines:
+    answers = {}
+    for line in run.stdout.splitlines():  # a problem file may print: only our tagged lines count
+        if line.startswith(_TAG):
+            index, answer = json.loads(line[len(_TAG):])
+            answers[index] = answer
+    if run.returncode != 0 and len(answers) < len(sources):
         tail = (run.stderr.strip().splitlines() or ["no output"])[-1]
         raise SmallShapesError(f"sizing the task for the interpreter failed: {tail[:200]}")
-    answer = json.loads(lines[-1])
-    if "error" in answer:
-        raise SmallShapesError(f"sizing the task for the interpreter failed: {answer['error']}")
-    return answer
+    return [answers.get(i, {"error": "no answer"}) for i in range(len(sources))]
+
+
+_TAG = "evokernel-small-shapes "
 
 
 def _main(argv: list[str]) -> int:
-    """``python -m verifier.backends.small_shapes TASK.py``: one JSON line on stdout."""
+    """``python -m verifier.backends.small_shapes TASK.py...``: one tagged JSON line per task."""
     from kernelbench_npu.cost import CostError
     from kernelbench_npu.sizing import fit_profile
     from kernelbench_npu.variants import INTERPRETER
 
-    source = Path(argv[1]).read_text()
-    try:
-        fit = fit_profile(source, INTERPRETER, "task.py")
-    except CostError as exc:
-        print(json.dumps({"error": str(exc)[:300]}))
-        return 0
-    print(json.dumps({"source": fit.source, "note": fit.note, "adapted": fit.adapted,
+    for index, name in enumerate(argv[1:]):
+        try:
+            fit = fit_profile(Path(name).read_text(), INTERPRETER, "task.py")
+            answer = {"source": fit.source, "note": fit.note, "adapted": fit.adapted,
                       "input_shapes": fit.cost.input_shapes, "estimated_ms": fit.cost.estimated_ms,
-                      "footprint_bytes": fit.cost.footprint_bytes}))
+                      "footprint_bytes": fit.cost.footprint_bytes}
+        except (CostError, SyntaxError) as exc:
+            answer = {"error": str(exc)[:300]}
+        sys.stdout.write(_TAG + json.dumps([index, answer]) + "\n")
+        sys.stdout.flush()
     return 0
 
 

@@ -68,7 +68,7 @@ class TritonAscendBackend(Backend):
         if npu_ok:
             correctness = GateCapability("correctness", True, f"NPU ({npu_note})")
         elif triton_version() is not None:
-            correctness = GateCapability("correctness", True, "upstream Triton interpreter, small shapes")
+            correctness = GateCapability("correctness", True, "upstream Triton interpreter, interpreter sizes")
         else:
             correctness = GateCapability("correctness", False, f"needs {INTERPRETER_HINT}")
         gates = (GateCapability("compile", not problem, compile_note), correctness,

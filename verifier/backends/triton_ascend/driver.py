@@ -1,6 +1,7 @@
 """The triton-ascend compile driver: a script run by the toolchain environment's python.
 
-``python driver.py REQUEST.json RESULT.json`` (the request is written by :mod:`gate`). Steps:
+``python driver.py REQUEST.json RESULT.json`` (the request is written by :mod:`gate`; ``--dry`` runs
+the build's check of this path instead, :mod:`driver_dry`). Steps:
 
 1. A forked, seccomp-filtered child records the candidate's launches on shape-only stand-ins of
    the task's inputs (the request's ``specs``; nothing the size of the task is allocated) and runs
@@ -149,6 +150,13 @@ def compile_all(entries: list[dict], request: dict, workdir: Path) -> list[dict]
 
 
 def main(argv: list[str]) -> int:
+    if argv[1] == "--dry":  # the build's check of the path, many tasks (driver_dry)
+        from driver_dry import dry_main
+
+        import torch  # noqa: F401  (imported once, before the forks)
+
+        prepare_triton(json.loads(Path(argv[2]).read_text())["soc"])
+        return dry_main(json.loads(Path(argv[2]).read_text()), Path(argv[3]), compile_all)
     request = json.loads(Path(argv[1]).read_text())
     workdir = Path(request["workdir"])
     (workdir / "candidate.py").write_text(request["candidate_source"])

@@ -56,8 +56,10 @@ def record(workdir: Path, request: dict, write) -> None:
     write({"kind": "done", "launches": result["launched"], "placement": result["placement"]})
 
 
-def run_forked(workdir: Path, request: dict, seccomp_path: str) -> tuple[list[dict], str]:
-    """Fork, sandbox and record; returns the child's JSON lines and, if it died, why."""
+def run_forked(workdir: Path, request: dict, seccomp_path: str, job=None) -> tuple[list[dict], str]:
+    """Fork, sandbox and record (``job``, default :func:`record`); returns the child's JSON lines and,
+    if it died, why."""
+    job = job or record
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # child: never returns
@@ -67,7 +69,7 @@ def run_forked(workdir: Path, request: dict, seccomp_path: str) -> tuple[list[di
         try:
             if seccomp_path:
                 _load(Path(seccomp_path), "evokernel_seccomp").install()
-            record(workdir, request, lambda entry: out.write(json.dumps(entry, default=repr) + "\n"))
+            job(workdir, request, lambda entry: out.write(json.dumps(entry, default=repr) + "\n"))
             out.flush()
         except BaseException:  # noqa: BLE001
             code = 3
