@@ -22,7 +22,6 @@ from verifier.backends.base import Availability, Backend, BuiltUnit, CompileOutc
 from verifier.backends.pymodule import import_candidate, model_new_class
 from verifier.backends.scaffolds import read_scaffold, scaffold_sections
 
-L2_FLUSH_BYTES = 2 * 192 * 1024 * 1024  # twice the 910B's L2
 
 
 class AscendCBackend(Backend):
@@ -109,21 +108,16 @@ class AscendCBackend(Backend):
         torch.npu.synchronize()
 
     def timer(self) -> Callable[[Callable[[], Any]], float]:
-        import torch
-        import torch_npu
+        """NPU events with the L2 cleared before every call (:mod:`.npu_timing`)."""
+        from verifier.backends.ascendc.npu_timing import EventTimer, npu_api
 
-        flush = torch.empty(L2_FLUSH_BYTES // 4, dtype=torch.int32, device="npu")
+        return EventTimer(npu_api())
 
-        def time_once(fn: Callable[[], Any]) -> float:
-            flush.zero_()
-            start, end = torch_npu.npu.Event(enable_timing=True), torch_npu.npu.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            return float(start.elapsed_time(end))
+    def kernel_attribution(self, fn: Callable[[], Any]) -> str:
+        """One line: the device kernels one untimed call of ``fn`` runs and each one's share."""
+        from verifier.backends.ascendc.npu_timing import attribute, attribution_note, npu_api
 
-        return time_once
+        return attribution_note(attribute(npu_api(), fn))
 
 
 __all__ = ["AscendCBackend"]

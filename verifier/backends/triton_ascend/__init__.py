@@ -174,7 +174,12 @@ class TritonAscendBackend(Backend):
             npu.npu_synchronize()
 
     def timer(self) -> Callable[[Callable[[], Any]], float]:
+        """On an NPU: device events with the L2 cleared before each call (ascendc.npu_timing)."""
         return npu.npu_timer() if self._on_npu() else super().timer()
+
+    def kernel_attribution(self, fn: Callable[[], Any]) -> str:
+        """On an NPU: the device kernels one untimed call runs, each one's share ("" elsewhere)."""
+        return npu.kernel_attribution(fn) if self._on_npu() else ""
 
 
 __all__ = ["TritonAscendBackend"]

@@ -11,7 +11,9 @@ tests cover only the probe's answer "no NPU"). What it does there:
   bishengir-compile and CANN's tools on PATH for the JIT compile at the first launch, and imports
   torch_npu so tensors can live on ``npu``. It refuses if upstream Triton was already imported
   (two packages named ``triton`` cannot share a process).
-- Timing reuses the ascendc backend's NPU event timer (L2 flush, ``torch_npu.npu.Event``).
+- Timing is :mod:`verifier.backends.ascendc.npu_timing`'s: NPU events with the L2 cleared before
+  every call, inside the verifier's paired protocol; :func:`kernel_attribution` says which device
+  kernels a call ran (``triton_*`` op types are the candidate's).
 """
 
 from __future__ import annotations
@@ -48,6 +50,12 @@ def npu_synchronize() -> None:
 
 
 def npu_timer() -> Callable[[Callable[[], Any]], float]:
-    from verifier.backends.ascendc import AscendCBackend
+    from verifier.backends.ascendc.npu_timing import EventTimer, npu_api
 
-    return AscendCBackend().timer()
+    return EventTimer(npu_api())
+
+
+def kernel_attribution(fn: Callable[[], Any]) -> str:
+    from verifier.backends.ascendc.npu_timing import attribute, attribution_note, npu_api
+
+    return attribution_note(attribute(npu_api(), fn))
