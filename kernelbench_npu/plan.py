@@ -163,7 +163,7 @@ def _plan_reason(answer: dict, variant: Variant, fit: SizeFit | None) -> str | N
     if fit is None:
         return f"size profile failed: {answer.get('failure') or answer.get('error') or 'no answer'}"
     if "spec_error" in answer:
-        return f"the compile gate cannot record this task by shape (its inputs need values): {answer['spec_error']}"
+        return f"the compile gate cannot record this task by shape: {answer['spec_error']}"
     if variant.shrinks and fit.cost.estimated_ms > CPU_2CORE.budget_ms:
         return (f"too slow for the {CPU_2CORE.name} profile even at the smallest sizes its model allows: "
                 f"estimated {fit.cost.estimated_ms:.4g} ms > {CPU_2CORE.budget_ms:g} ms")

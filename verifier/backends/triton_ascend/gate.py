@@ -1,14 +1,12 @@
 """The triton-ascend compile gate, main-environment side: cache, request, driver subprocess, verdict.
 
 Called from the backend's ``compile`` (inside the sandbox child, before its seccomp filter). It
-never imports triton-ascend: it describes the task's inputs by shape on the meta device
-(:func:`kernelbench_npu.shape_specs.task_specs`: shapes, strides, dtypes and scalars, in the task's
-dtype; nothing allocated; in a fork, since the first meta dispatch imports torch._dynamo and with it
-upstream triton in compiled mode, which would spoil this process's interpreter), writes a request, runs :mod:`driver` with the toolchain's python
+never imports triton-ascend (nor executes the task: its first meta-device op would import
+torch._dynamo and with it upstream triton in compiled mode, spoiling this process's interpreter): it
+writes a request (candidate, task source, dtype), runs :mod:`driver` with the toolchain's python
 (``run_tool``: own process group, wall-clock timeout) and reads the JSON result back.
 
-Three caches under the verifier cache (``build_dir/triton-ascend``):
-- ``specs/<key>.json``: the task's shape-only inputs, keyed by the task source and dtype;
+Two caches under the verifier cache (``build_dir/triton-ascend``):
 - ``gates/<key>.json``: the whole outcome, keyed by the candidate source, the task source, the
   SoC, the compile level and the toolchain versions; a hit costs no subprocess at all;
 - ``kernels/<key>.json`` (the driver's): one per kernel specialisation, keyed by its TTIR (the
@@ -32,9 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from kernelbench_npu.shape_specs import task_specs
 from verifier.backends.base import CompileOutcome
-from verifier.backends.forked import call_forked
 from verifier.backends.toolrun import run_tool, trim_diagnostics
 from verifier.backends.triton_ascend.diagnostics import hints, summarise
 from verifier.backends.triton_ascend.toolchain import INSTALL_COMMAND, TritonAscendToolchain
@@ -44,7 +40,6 @@ DRIVER = Path(__file__).with_name("driver.py")
 SECCOMP = Path(__file__).resolve().parents[2] / "sandbox" / "seccomp.py"
 GATE_VERSION = "5"  # bump when the driver's result for the same inputs would change
 RECORD_SHARE = 0.5  # share of the compile timeout the recording may take
-SPECS_TIMEOUT_S = 120.0  # get_inputs() on the meta device; the first meta dispatch imports torch._dynamo
 
 
 def cache_key(candidate_source: str, task_source: str, toolchain: TritonAscendToolchain, dtype: str = "float32") -> str:
@@ -73,12 +68,9 @@ def compile_gate(candidate_source: str, task_source: str, toolchain: TritonAscen
     if hit.is_file():
         data = json.loads(hit.read_text())
         return _outcome(bool(data["ok"]), str(data["diagnostics"]), start, cached=True)
-    specs, problem = _task_specs(task_source, dtype, cache_root)
-    if problem:  # the build quarantines such tasks; reaching here means a hand-made task
-        return _outcome(False, f"the compile gate cannot record this task: {problem}", start, cached=False)
     workdir = Path(tempfile.mkdtemp(prefix="evokernel-triton-ascend-"))
     try:
-        ok, text, cacheable = _run_driver(candidate_source, specs, dtype, toolchain, cache_root, workdir, timeout_s)
+        ok, text, cacheable = _run_driver(candidate_source, task_source, dtype, toolchain, cache_root, workdir, timeout_s)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     if cacheable:
@@ -87,29 +79,15 @@ def compile_gate(candidate_source: str, task_source: str, toolchain: TritonAscen
     return _outcome(ok, text, start, cached=False)
 
 
-def _task_specs(task_source: str, dtype: str, cache_root: Path) -> tuple[dict, str]:
-    """(specs, "") or ({}, why not); cached by task source and dtype under ``specs/``."""
-    hit = cache_root / "specs" / (hashlib.sha256(f"{dtype}\0{task_source}".encode()).hexdigest() + ".json")
-    if hit.is_file():
-        return json.loads(hit.read_text()), ""
-    described = call_forked(lambda: task_specs(task_source, dtype, seed=0, path="task.py").as_dict(), SPECS_TIMEOUT_S,
-                            "describing the task's inputs by shape")
-    if described.failure:
-        return {}, described.failure.strip().splitlines()[-1]
-    hit.parent.mkdir(parents=True, exist_ok=True)
-    hit.write_text(json.dumps(described.value))
-    return described.value, ""
-
-
 def _outcome(ok: bool, text: str, start: float, cached: bool) -> CompileOutcome:
     note = text.splitlines()[0] if ok and text else ""  # the level reached: the passing gate's reason
     return CompileOutcome(ok, text, time.perf_counter() - start, cached=cached, note=note)
 
 
-def _run_driver(candidate_source: str, specs: dict, dtype: str, toolchain: TritonAscendToolchain, cache_root: Path,
-                workdir: Path, timeout_s: float) -> tuple[bool, str, bool]:
+def _run_driver(candidate_source: str, task_source: str, dtype: str, toolchain: TritonAscendToolchain,
+                cache_root: Path, workdir: Path, timeout_s: float) -> tuple[bool, str, bool]:
     """(ok, feedback, cacheable): infrastructure trouble (a broken toolchain, a timeout) is not cached."""
-    request = {"candidate_source": candidate_source, "specs": specs, "dtype": dtype, "soc": toolchain.soc,
+    request = {"candidate_source": candidate_source, "task_source": task_source, "dtype": dtype, "soc": toolchain.soc,
                "full_compile": toolchain.full_compile, "workdir": str(workdir),
                "cache_dir": str(cache_root / "kernels"), "seccomp": str(SECCOMP) if SECCOMP.is_file() else "",
                "record_timeout_s": max(10.0, timeout_s * RECORD_SHARE), "max_configs": 8, "seed": 0,
