@@ -90,6 +90,14 @@ def count(build: Path) -> None:
         get = (lambda k: tally[("L1", k)] + tally[("L2", k)]) if level == "all" else (lambda k: tally[(level, k)])
         print(f"{level:<6}{get('tasks'):>6}  {get('before compile'):>16}{get('before correctness'):>12}"
               f"{get('before both'):>6}  {get('after compile'):>15}{get('after correctness'):>12}{get('after both'):>6}")
+    if meta["backend"] == "triton-ascend":  # cross-check: the interpreter sizes under the same 16 MiB rule
+        from verifier.backends.small_shapes import interpreter_fits
+
+        fits = interpreter_fits([(build / "problems" / r["problem_file"]).read_text() for r in rows])
+        sizes = sorted((f.get("footprint_bytes", 0), r["task_id"]) for f, r in zip(fits, rows))
+        over = [task for size, task in sizes if size > INTERPRETER_BYTES]
+        print(f"interpreter sizes: largest footprint {sizes[-1][0] / MiB:.2f} MiB ({sizes[-1][1]}), median "
+              f"{sizes[len(sizes) // 2][0] / MiB:.2f} MiB; above 16 MiB: {len(over)} {over[:5]}")
     if missing:
         print(f"not judgeable here after the change ({len(missing)}):")
         print("\n".join(missing[:40]))
