@@ -198,7 +198,8 @@ def test_build_checks_each_tasks_verification_path_and_explain_shows_the_gates_h
     gates = softmax[softmax.index("  gates here"):].splitlines()
     assert gates[0].startswith("  gates here     compile: runs here: triton-ascend 3.2.0 for")
     assert "dry recording at the task's sizes: 1 probe launch(es) on shape-only inputs (0.01 GiB never allocated)" in gates[0]
-    assert gates[1].strip().startswith("correctness: runs here: upstream Triton's interpreter at 32x1024")
+    assert gates[1].strip() == ("correctness: runs here: upstream Triton's interpreter at 16x8192 "
+                                "(the sizes the reference was linted at)")
     assert gates[2].strip() == "latency: unavailable here: this machine: needs torch_npu and an NPU"
     configured = cli("build", "--backend", "triton-ascend", "--out", str(tmp_path / "build"), "--explain",
                      "KB-L1/3_Configured", cwd=tmp_path).stdout
