@@ -114,11 +114,12 @@ def main() -> None:
             with PeakRss() as peak:
                 verdict = verify(task, (KERNELS / f"{TRIALS[name]}.py").read_text(), "triton-ascend", settings)
             seconds = time.perf_counter() - start
-        gates = ", ".join(f"{g.name} {'pass' if g.passed else 'FAIL'}" for g in verdict.gates)
+        gates = ", ".join(f"{g.name} {'pass' if g.passed else 'FAIL'} {g.seconds:.1f} s" for g in verdict.gates)
         print(f"{task.task_id}: correctness at {small['input_shapes']}; {gates}; {seconds:.1f} s; peak RSS "
               f"{peak.peak / 2**20:.0f} MiB over {peak.processes} processes")
         for gate in verdict.gates:
-            print(f"    {gate.name}: {gate.reason[:160]}")
+            if gate.reason:
+                print(f"    {gate.name}: {gate.reason[:160]}")
 
 
 if __name__ == "__main__":
