@@ -2,7 +2,8 @@
 
 Prints progress lines, then the build hash as the last line of stdout. ``--explain TASK_ID``
 builds nothing: it prints one task of the build at ``--out`` (original vs adapted sizes,
-tolerance, how it was linted, the verdict and its reason).
+tolerance, how it was linted, the verdict and its reason, and for the NPU backends which gates
+run on the build machine for it).
 """
 
 from __future__ import annotations
@@ -54,12 +55,27 @@ def register(app: typer.Typer) -> None:
         progress = None if quiet else (lambda message: typer.echo(message))
         try:
             summary = build_benchmark(backend, sources=tuple(source or ()), levels=chosen, out=target,
-                                      progress=progress, include_bundled=not no_bundled, dtypes=dtypes or None)
+                                      progress=progress, include_bundled=not no_bundled, dtypes=dtypes or None,
+                                      judge=backend_judge(backend))
         except (ProblemError, VariantError, ManifestValidationError) as exc:
             fail(str(exc).splitlines()[0])
         typer.echo(f"built {summary.out}: {summary.ok} ok, {summary.quarantined} quarantined, "
                    f"{len(summary.load_errors)} files skipped, {summary.seconds:.1f} s")
         typer.echo(summary.build_hash)
+
+
+def backend_judge(backend: str):
+    """The verifier backend's check of each ok task's verification path on this machine (the NPU
+    backends; None for the others), shown by ``--explain`` (kernelbench_npu.judge)."""
+    if backend == "triton-ascend":
+        from verifier.backends.triton_ascend.judge import judge_tasks
+
+        return judge_tasks
+    if backend == "ascendc":
+        from verifier.backends.ascendc.judge import judge_tasks
+
+        return judge_tasks
+    return None
 
 
 def explain_task_cmd(build: Path, task_id: str) -> None:

@@ -1,7 +1,10 @@
 """Reproducible benchmark builds: plan (deterministic) -> lint (measured) -> validate -> publish.
 
 A build directory holds ``manifest.parquet``, ``measurements.parquet``, ``problems/<task_id>.py``
-(the adapted files) and ``build.json``. It is written to a temporary sibling directory and renamed
+(the adapted files) and ``build.json``. Given a *judge* (:mod:`kernelbench_npu.judge`; the CLI passes
+the verifier backend's), every ok task's verification path is checked on this machine after lint:
+which gates run here goes to ``measurements.parquet`` (``gates_here``), and a task whose own path
+fails is quarantined with the reason. It is written to a temporary sibling directory and renamed
 into place, so a killed build never leaves a half-written build at ``out``.
 
 Determinism. The build hash covers the problem sources (relative path + sha256 of every scanned
@@ -25,6 +28,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
+from kernelbench_npu.judge import Judge, JudgeRequest, TaskJudgement
 from kernelbench_npu.lint import LintRequest, LintResult, lint_all
 from kernelbench_npu.manifest import manifest_table, measurements_table, write_manifest
 from kernelbench_npu.plan import ADAPT_TIMEOUT_S, BUILDER_VERSION, BuildPlan, PlannedTask, plan_build
@@ -69,10 +73,12 @@ class BuildSummary:
 def build_benchmark(backend: str, sources: Sequence[Path] = (), levels: Sequence[int] = (1, 2, 3),
                     out: Path = Path("runs/build-cpu"), progress: Progress | None = None, *,
                     include_bundled: bool = True, dtypes: Sequence[str] | None = None,
-                    workers: int | None = None, task_timeout_s: float | None = None) -> BuildSummary:
+                    workers: int | None = None, task_timeout_s: float | None = None,
+                    judge: Judge | None = None) -> BuildSummary:
     """Build the benchmark for ``backend`` into ``out`` (replacing a previous build there).
 
-    ``task_timeout_s`` overrides the variant's per-task limit for adapting and for linting one task."""
+    ``task_timeout_s`` overrides the variant's per-task limit for adapting and for linting one task;
+    ``judge`` checks every ok task's verification path on this machine (see the module docstring)."""
     started = time.perf_counter()
     say = progress or (lambda _msg: None)
     variant = variant_for(backend, tuple(dtypes) if dtypes else None)
@@ -85,7 +91,22 @@ def build_benchmark(backend: str, sources: Sequence[Path] = (), levels: Sequence
     for error in plan.load_errors:
         say(f"skipped {error}")
     results = lint_plan(plan, say, workers)
-    return publish_build(plan, results, Path(out), say, started)
+    judgements = judge_plan(plan, results, judge, say) if judge is not None else None
+    return publish_build(plan, results, Path(out), say, started, judgements)
+
+
+def judge_plan(plan: BuildPlan, results: dict[str, LintResult], judge: Judge,
+               progress: Progress | None = None) -> dict[str, TaskJudgement]:
+    """Ask the judge about every task that is ok after lint (see :mod:`kernelbench_npu.judge`)."""
+    say = progress or (lambda _msg: None)
+    requests = []
+    for task in plan.tasks:
+        status, _reason, _notes = _verdict(task, results.get(task.task_id))
+        if status == LINT_OK:
+            lint_source = task.lint_fit.source if task.lint_fit else task.adapted_source
+            requests.append(JudgeRequest(task.task_id, task.adapted_source, lint_source, task.dtype, task.specs))
+    say(f"checking the verification path of {len(requests)} ok tasks on this machine ...")
+    return judge(requests, say)
 
 
 def lint_plan(plan: BuildPlan, progress: Progress | None = None, workers: int | None = None) -> dict[str, LintResult]:
@@ -106,10 +127,14 @@ def pool_shape(workers: int | None = None) -> tuple[int, int]:
 
 
 def publish_build(plan: BuildPlan, results: dict[str, LintResult], out: Path, progress: Progress | None = None,
-                  started: float | None = None) -> BuildSummary:
+                  started: float | None = None, judgements: dict[str, TaskJudgement] | None = None) -> BuildSummary:
     """Write the build to a temp dir, validate the manifest (GX), then rename it to ``out``."""
     say = progress or (lambda _msg: None)
     started = time.perf_counter() if started is None else started
+    judgements = judgements or {}
+    results = {**results, **{key: replace(results[key], status=LINT_QUARANTINED,
+                                          reason=f"verification path here: {j.problem}")
+                             for key, j in judgements.items() if j.problem and key in results}}
     rows = [_row(t, plan.variant.backend, results.get(t.task_id)) for t in plan.tasks]
     table = manifest_table(rows)
     validate_manifest(table)
@@ -120,7 +145,8 @@ def publish_build(plan: BuildPlan, results: dict[str, LintResult], out: Path, pr
     try:
         _write_problems(plan.tasks, staging / "problems")
         write_manifest(table, staging / "manifest.parquet")
-        write_manifest(measurements_table([_measurement(t, results.get(t.task_id)) for t in plan.tasks]),
+        write_manifest(measurements_table([_measurement(t, results.get(t.task_id), judgements.get(t.task_id))
+                                           for t in plan.tasks]),
                        staging / "measurements.parquet")
         (staging / "build.json").write_text(json.dumps(_build_json(plan, counts), indent=2, sort_keys=True) + "\n")
         _replace_dir(staging, out)
@@ -165,10 +191,11 @@ def _verdict(task: PlannedTask, result: LintResult | None) -> tuple[str, str | N
     return result.status, result.reason, result.notes
 
 
-def _measurement(task: PlannedTask, result: LintResult | None) -> dict:
+def _measurement(task: PlannedTask, result: LintResult | None, judgement: TaskJudgement | None = None) -> dict:
     forward = result.reference_ms if result is not None else None
     return {"task_id": task.task_id, "lint_forward_ms": forward,
-            "reference_ms": forward if task.lint_mode == LINT_TASK_SIZES else None}
+            "reference_ms": forward if task.lint_mode == LINT_TASK_SIZES else None,
+            "gates_here": judgement.gates_json() if judgement is not None else None}
 
 
 def _counts(rows: list[dict]) -> tuple[LevelCounts, ...]:

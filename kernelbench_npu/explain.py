@@ -2,8 +2,9 @@
 
 Original vs adapted sizes (per size site: role, shrink, why a size was left alone; equal layer
 widths in the model's code on one line), the task's input and output shapes, the cost estimate,
-the tolerance, how the reference was linted, the verdict with every reason, and the forward time
-the build measured.
+the tolerance, how the reference was linted, the verdict with every reason, the forward time
+the build measured, and which verifier gates run on the build machine for this task (the build's
+check of its verification path, :mod:`kernelbench_npu.judge`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from kernelbench_npu.judge import gates_from_json
 from kernelbench_npu.size_params import FLOORS
 from kernelbench_npu.spec import BuildError
 
@@ -37,7 +39,17 @@ def explain_task(root: str | Path, task_id: str) -> str:
     forward = timing.get("lint_forward_ms")
     lines.append(f"  measured       {forward:g} ms per forward at the sizes linted (measurements.parquet)" if forward
                  is not None else "  measured       nothing: the reference was not run here")
-    return "\n".join(lines)
+    return "\n".join(lines + _gates_here(row, timing))
+
+
+def _gates_here(row: dict, timing: dict) -> list[str]:
+    """Which gates the build machine runs for this task (empty for builds made without a judge)."""
+    gates = gates_from_json(timing.get("gates_here"))
+    if not gates:
+        return ["  gates here     not checked: this build ran no verification-path check"] \
+            if row["variant"] in ("ascendc", "triton-ascend") and row["lint_status"] == "ok" else []
+    head = "  gates here     "
+    return [(head if i == 0 else " " * len(head)) + g.line() for i, g in enumerate(gates)]
 
 
 def _sizes(row: dict) -> list[str]:

@@ -33,6 +33,8 @@ class LintRequest:
     path: str  # shown in tracebacks, e.g. "problems/L1/019_relu.py"
     kind: str = "lint"  # "lint" | "adapt" (size profile + cost on the meta device, see kernelbench_npu.plan)
     shrink: bool = True  # adapt: the task itself takes the cpu-2core sizes (else it keeps its own)
+    lint_profile: str = "cpu-2core"  # adapt: the size profile the reference is linted at (variants.PROFILES)
+    specs: bool = False  # adapt: also describe the task's inputs by shape (kernelbench_npu.shape_specs)
 
 
 @dataclass(frozen=True)

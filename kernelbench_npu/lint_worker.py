@@ -32,22 +32,28 @@ def _adapt(request: dict) -> dict:
 
     from kernelbench_npu.cost import CostError, estimate_cost
     from kernelbench_npu.loader import ProblemError, check_runtime
-    from kernelbench_npu.sizing import fit_to_budget, original_fit
-    from kernelbench_npu.variants import CPU_2CORE
+    from kernelbench_npu.sizing import fit_profile, original_fit
+    from kernelbench_npu.variants import PROFILES
 
     source, path = request["source"], request["path"]
     try:
         check_runtime(Path(path), source)
     except ProblemError as exc:
         return {"load_error": str(exc)}
-    profile = CPU_2CORE
     try:
-        lint = fit_to_budget(source, profile.target_ms, profile.keep_below_ms, profile.memory_bytes, "float32", path,
-                             profile.budget_ms)
+        lint = fit_profile(source, PROFILES[request.get("lint_profile", "cpu-2core")], path)
         task = lint if request["shrink"] else original_fit(source, estimate_cost(source, "float32", path))
     except CostError as exc:
         return {"cost_error": str(exc)}
-    return {"task": task.as_dict(), "lint": lint.as_dict()}
+    answer = {"task": task.as_dict(), "lint": lint.as_dict()}
+    if request.get("specs"):  # the NPU variants' compile gate records launches on these, never on values
+        from kernelbench_npu.shape_specs import SpecError, task_specs
+
+        try:
+            answer["specs"] = task_specs(task.source, "float32", path=path).as_dict()
+        except SpecError as exc:
+            answer["spec_error"] = str(exc)
+    return answer
 
 
 def _lint(request: dict):

@@ -45,6 +45,7 @@ MEASUREMENTS_SCHEMA = pa.schema([
     ("task_id", pa.string()),
     ("reference_ms", pa.float64()),  # median forward at the task's sizes (null: linted at other sizes)
     ("lint_forward_ms", pa.float64()),  # median forward at the sizes linted (null: not run)
+    ("gates_here", pa.string()),  # JSON list of {gate, runs, note} on the build machine (null: not judged)
 ])
 
 COLUMNS = tuple(MANIFEST_SCHEMA.names)

@@ -45,6 +45,7 @@ class PlannedTask:
     plan_reason: str | None  # set: quarantined before lint (no meta run, too slow for the profile)
     notes: str
     problem_file: str  # relative to BUILD/problems/
+    specs: dict | None = None  # shape-only inputs at the task's sizes (kernelbench_npu.shape_specs; NPU variants)
 
     @property
     def adapted_source(self) -> str:
@@ -122,8 +123,8 @@ def _relative_error(src: SourceDir, path: Path, error: str) -> str:
 def _adapt_all(problems: list[Problem], variant: Variant, workers: int, threads: int, timeout_s: float,
                progress: Callable[[str], None] | None) -> dict[str, dict]:
     """Size every problem once (fp32, meta device) in the worker pool; answers keyed by task id."""
-    requests = [LintRequest(p.task_id, p.source, "float32", str(p.path), kind="adapt", shrink=variant.shrinks)
-                for p in problems]
+    requests = [LintRequest(p.task_id, p.source, "float32", str(p.path), kind="adapt", shrink=variant.shrinks,
+                            lint_profile=variant.lint_sizes, specs=variant.records_by_shape) for p in problems]
 
     def report(request: LintRequest, answer: dict) -> None:
         if progress:
@@ -151,7 +152,8 @@ def _plan_task(problem: Problem, variant: Variant, answer: dict) -> list[Planned
     for i, dtype in enumerate(variant.dtypes):
         task_id = problem.task_id if i == 0 else f"{problem.task_id}@{short_dtype(dtype)}"
         planned.append(PlannedTask(task_id, problem, dtype, fit, lint_fit, mode, reason,
-                                   _notes(fit, lint_fit, mode, dtype, variant), problem_file=f"{problem.task_id}.py"))
+                                   _notes(fit, lint_fit, mode, dtype, variant), problem_file=f"{problem.task_id}.py",
+                                   specs=answer.get("specs")))
     return planned
 
 
@@ -160,6 +162,8 @@ def _plan_reason(answer: dict, variant: Variant, fit: SizeFit | None) -> str | N
         return f"cannot run the reference on the meta device: {answer['cost_error']}"
     if fit is None:
         return f"size profile failed: {answer.get('failure') or answer.get('error') or 'no answer'}"
+    if "spec_error" in answer:
+        return f"the compile gate cannot record this task by shape: {answer['spec_error']}"
     if variant.shrinks and fit.cost.estimated_ms > CPU_2CORE.budget_ms:
         return (f"too slow for the {CPU_2CORE.name} profile even at the smallest sizes its model allows: "
                 f"estimated {fit.cost.estimated_ms:.4g} ms > {CPU_2CORE.budget_ms:g} ms")
@@ -177,9 +181,9 @@ def _notes(fit: SizeFit | None, lint_fit: SizeFit | None, mode: str, dtype: str,
         return "original sizes"
     parts = [f"{fit.note}; estimated {fit.cost.estimated_ms:.3g} ms on this CPU"]
     if mode == LINT_REDUCED:
-        parts.append(f"linted at {CPU_2CORE.name} sizes ({lint_fit.note})")
+        parts.append(f"linted at {variant.lint_sizes} sizes ({lint_fit.note})")
     elif mode == LINT_META:
-        parts.append(f"values not linted: {CPU_2CORE.name} sizes still estimated at "
+        parts.append(f"values not linted: {variant.lint_sizes} sizes still estimated at "
                      f"{lint_fit.cost.estimated_ms:.4g} ms > {CPU_2CORE.budget_ms:g} ms; shapes and cost checked on the meta device")
     align = alignment_note(fit.cost.input_shapes, fit.cost.output_shape, dtype, variant.alignment_bytes)
     return "; ".join(parts + ([align] if align else []))

@@ -85,6 +85,14 @@ def original_fit(source: str, cost: Cost, note: str = "original sizes") -> SizeF
                    cost, note)
 
 
+def fit_profile(source: str, profile, path: str = "<problem>", dtype: str = "float32") -> SizeFit:
+    """:func:`fit_to_budget` with a :class:`kernelbench_npu.variants.SizeProfile`'s targets; the one
+    function both the build (lint sizes) and the verifier (interpreter correctness sizes) call, so
+    they get the same sizes for the same source."""
+    return fit_to_budget(source, profile.target_ms, profile.keep_below_ms, profile.memory_bytes, dtype, path,
+                         profile.budget_ms)
+
+
 def balance(dims: list[DimShrink]) -> float | None:
     shrinks = [d.shrink for d in dims if d.original >= BALANCE_MIN_SIZE and d.role in FLOORS]
     return max(shrinks) / min(shrinks) if shrinks else None

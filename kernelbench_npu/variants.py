@@ -5,7 +5,10 @@
   ~4 ms (problems estimated at <= 20 ms keep their sizes); fp32, optionally fp16/bf16.
 - ``ascendc`` (the NPU variant): the original sizes; fp32, optionally fp16; alignment to the NPU's
   32-byte blocks is recorded per task (``notes``), never padded away: tails are part of the task.
-  ``triton-ascend`` (Triton kernels for the same NPU) uses the same profile.
+  ``triton-ascend`` (Triton kernels for the same NPU) uses the same profile. Without an NPU their
+  correctness runs at the ``interpreter`` sizes (about 1 MiB of inputs, output and parameters,
+  every size shrunk together by :mod:`kernelbench_npu.sizing`, whatever the constants look like),
+  so these variants lint their references at exactly those sizes.
 - ``cuda``, ``triton``: the original sizes; fp32 (fp16/bf16 optional).
 
 Lint always runs the reference on *this* machine's CPU. Sizes are never what quarantines a task:
@@ -47,6 +50,11 @@ class SizeProfile:
 
 
 CPU_2CORE = SizeProfile("cpu-2core", 4.0, 20.0, 64 * MiB, 250.0)
+# Correctness without the device (Triton's interpreter runs every program instance in numpy): about
+# 1 MiB of tensors and a torch forward of ~1 ms, so one interpreted forward of an honest kernel
+# takes seconds at most (LayerNorm 16x64x256x256 -> 4x16x32x32; LogSoftmax 4096x393216 -> 32x3072).
+INTERPRETER = SizeProfile("interpreter", 1.0, 0.5, 1 * MiB, 25.0)
+PROFILES = {p.name: p for p in (CPU_2CORE, INTERPRETER)}
 
 
 @dataclass(frozen=True)
@@ -57,6 +65,12 @@ class Variant:
     alignment_bytes: int | None  # NPU block size recorded per task (ascendc)
     lint_profile: str
     lint_task_timeout_s: float  # a lint that takes longer is killed and the task quarantined
+    lint_sizes: str = CPU_2CORE.name  # the size profile references are linted at (a PROFILES key)
+
+    @property
+    def records_by_shape(self) -> bool:
+        """True for the NPU variants: their compile gate records launches on shape-only inputs."""
+        return self.backend in _NPU_BACKENDS
 
     @property
     def shrinks(self) -> bool:
@@ -64,7 +78,7 @@ class Variant:
         return self.size_profile == CPU_2CORE.name
 
     def as_dict(self) -> dict:
-        return {**asdict(self), "lint_sizes": asdict(CPU_2CORE)}
+        return {**asdict(self), "lint_sizes": asdict(PROFILES[self.lint_sizes])}
 
 
 _SUPPORTED_DTYPES = {
@@ -87,7 +101,11 @@ def variant_for(backend: str, dtypes: tuple[str, ...] | list[str] | None = None)
                            f"(choose from {', '.join(_SUPPORTED_DTYPES[backend])})")
     if backend == "cpu":
         return Variant(backend, names, CPU_2CORE.name, None, "cpu-2core: the task's own sizes on this CPU", 180.0)
-    return Variant(backend, names, "original", 32 if backend in _NPU_BACKENDS else None,
+    if backend in _NPU_BACKENDS:
+        return Variant(backend, names, "original", 32, f"cpu-proxy: {backend} sizes; references linted on this CPU "
+                       f"at the {INTERPRETER.name} sizes correctness uses without an NPU, or on the meta device",
+                       180.0, INTERPRETER.name)
+    return Variant(backend, names, "original", None,
                    f"cpu-proxy: {backend} sizes; references linted on this CPU at cpu-2core sizes "
                    "(size-independent checks), or on the meta device", 180.0)
 

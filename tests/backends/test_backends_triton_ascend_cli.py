@@ -176,6 +176,37 @@ def test_scripted_campaign_on_two_triton_ascend_tasks(triton_ascend, tmp_path):
         assert "latency unavailable here: needs torch_npu and an NPU" in feasible["feedback"]
 
 
+CONFIGURED = PROBLEM.format(doc="Scaled copy, configured by a dict (which no shape spec describes).",
+                            category="elementwise", args="x", body="x * self.scale", sizes="n = 4096",
+                            inputs="torch.randn(n)").replace(
+    "    def __init__(self):\n        super().__init__()\n",
+    "    def __init__(self, config):\n        super().__init__()\n        self.scale = config['scale']\n").replace(
+    "def get_init_inputs():\n    return []", "def get_init_inputs():\n    return [{'scale': 2.0}]")
+
+
+@pytest.mark.timeout(1200)
+@pytest.mark.skipif(triton_version() is None, reason="upstream triton (the interpreter) is not installed")
+def test_build_checks_each_tasks_verification_path_and_explain_shows_the_gates_here(triton_ascend, tmp_path):
+    source = write_problems(tmp_path / "src")
+    (source / "level1" / "3_Configured.py").write_text(CONFIGURED)
+    built = cli("build", "--backend", "triton-ascend", "--source", str(source), "--no-bundled", "--levels", "1",
+                "--out", str(tmp_path / "build"), cwd=tmp_path)
+    assert built.returncode == 0, built.stderr[-2000:]
+    assert "dry recording of 2 tasks at their own sizes" in built.stdout
+    softmax = cli("build", "--backend", "triton-ascend", "--out", str(tmp_path / "build"), "--explain",
+                  "KB-L1/2_RowSoftmax", cwd=tmp_path).stdout
+    gates = softmax[softmax.index("  gates here"):].splitlines()
+    assert gates[0].startswith("  gates here     compile: runs here: triton-ascend 3.2.0 for")
+    assert "dry recording at the task's sizes: 1 probe launch(es) on shape-only inputs (0.01 GiB never allocated)" in gates[0]
+    assert gates[1].strip() == ("correctness: runs here: upstream Triton's interpreter at 16x8192 "
+                                "(the sizes the reference was linted at)")
+    assert gates[2].strip() == "latency: unavailable here: this machine: needs torch_npu and an NPU"
+    configured = cli("build", "--backend", "triton-ascend", "--out", str(tmp_path / "build"), "--explain",
+                     "KB-L1/3_Configured", cwd=tmp_path).stdout
+    assert "verdict        quarantined: the compile gate cannot record this task by shape: " \
+           "a dict cannot be described by shape" in configured
+
+
 def test_install_without_the_package_index_is_one_line_and_leaves_nothing(tmp_path):
     env_keys = {"PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_EXTRA_INDEX_URL": "", "PIP_FIND_LINKS": "",
                 "PIP_CONFIG_FILE": os.devnull, "PIP_RETRIES": "0", "PIP_TIMEOUT": "2", "PIP_NO_CACHE_DIR": "1"}

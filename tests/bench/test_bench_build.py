@@ -45,7 +45,7 @@ def test_manifest_has_every_required_column_and_build_json_the_counts(bundled_cp
     summary, out = bundled_cpu
     table = pq.read_table(out / "manifest.parquet")
     assert set(_REQUIRED) <= set(table.column_names) and "reference_ms" not in table.column_names
-    assert pq.read_table(out / "measurements.parquet").column_names == ["task_id", "reference_ms", "lint_forward_ms"]
+    assert pq.read_table(out / "measurements.parquet").column_names == ["task_id", "reference_ms", "lint_forward_ms", "gates_here"]
     rows = table.to_pylist()
     assert {r["lint_mode"] for r in rows} == {"task sizes"} and all(r["estimated_ms"] > 0 for r in rows)
     assert all(r["balance"] is None or r["balance"] <= 16 for r in rows)

@@ -34,7 +34,7 @@ class AscendCBackend(Backend):
         problem = toolchain_problem(chain)
         npu_ok, npu_note = probe_npu() if not problem else (False, "needs CANN first")
         compile_note = problem or f"bisheng {chain.npu_arch}" + ("" if chain.msopgen else ", no msopgen: direct-launch only")
-        gates = (GateCapability("compile", not problem, "needs CANN" if problem else compile_note),
+        gates = (GateCapability("compile", not problem, problem or compile_note),
                  GateCapability("correctness", npu_ok, npu_note if npu_ok else "needs torch_npu and an NPU"),
                  GateCapability("latency", npu_ok, "NPU events" if npu_ok else "needs torch_npu and an NPU"))
         if problem:
@@ -105,6 +105,12 @@ class AscendCBackend(Backend):
         import torch
 
         torch.npu.synchronize()
+
+    def flush_cache(self) -> None:
+        """The NPU's L2 cleared before a timed call, in its untimed preparation (:mod:`.npu_timing`)."""
+        from verifier.backends.triton_ascend.device import flush_l2
+
+        flush_l2()
 
 
 __all__ = ["AscendCBackend"]

@@ -6,14 +6,16 @@ Without an NPU (every laptop, CI) three things still run for real:
   ascendnpu-ir's ``bishengir-compile`` (HFusion/HIVM pipeline: Unified Buffer planning, sync
   insertion, Ascend legality checks) for the target SoC, in the toolchain's own environment
   (:mod:`.toolchain`, ``evokernel toolchain install triton-ascend``). Argument types and
-  constexprs are not guessed: the candidate's ``ModelNew`` runs once on the task's real inputs
-  (the task as built, original sizes) in a sandboxed child of the toolchain environment, and each
-  launch's exact specialisation is compiled (:mod:`.driver`, :mod:`.driver_record`). Reaching
+  constexprs are not guessed: the candidate's ``ModelNew`` runs once on shape-only stand-ins of
+  the task's inputs at their original sizes (meta tensors: shapes, strides, dtypes and scalars,
+  never allocated; :mod:`.shape_record`) in a sandboxed child of the toolchain environment, and
+  each launch's exact specialisation is compiled (:mod:`.driver`, :mod:`.driver_record`). Reaching
   CANN's external ``hivmc`` step is a pass at HIVM level, and the gate's reason says so; with
   CANN's real ``hivmc`` the compile continues to an NPU binary.
-- **correctness**: the same kernels in upstream Triton's interpreter (main environment) on the
-  triton backend's small shapes (:mod:`verifier.backends.small_shapes`), exactly like the
-  ``triton`` backend without a GPU. A candidate using Ascend-only language features gets
+- **correctness**: the same kernels in upstream Triton's interpreter (main environment) at the
+  build's ``interpreter`` sizes (:func:`verifier.backends.small_shapes.interpreter_task_source`:
+  about 1 MiB of tensors, every size shrunk together whatever its form, roles kept), the sizes
+  the build linted the reference at. A candidate using Ascend-only language features gets
   "correctness unavailable here: <feature>" (:mod:`.features`).
 - **latency**: unavailable ("needs torch_npu and an NPU").
 
@@ -35,7 +37,7 @@ from kernelbench_npu.spec import TaskSpec
 from verifier.backends.base import Availability, Backend, BuildJob, BuildRejected, GateCapability, SeedItem
 from verifier.backends.pymodule import import_candidate, model_new_class
 from verifier.backends.scaffolds import read_scaffold, scaffold_sections
-from verifier.backends.small_shapes import shrink_task_source
+from verifier.backends.small_shapes import interpreter_task_source
 from verifier.backends.triton_ascend import device as npu
 from verifier.backends.triton_ascend.diagnostics import syntax_error
 from verifier.backends.triton_ascend.features import ascend_only_features, missing_npu_modules, npu_modules_reason
@@ -66,7 +68,7 @@ class TritonAscendBackend(Backend):
         if npu_ok:
             correctness = GateCapability("correctness", True, f"NPU ({npu_note})")
         elif triton_version() is not None:
-            correctness = GateCapability("correctness", True, "upstream Triton interpreter, small shapes")
+            correctness = GateCapability("correctness", True, "upstream Triton interpreter, interpreter sizes")
         else:
             correctness = GateCapability("correctness", False, f"needs {INTERPRETER_HINT}")
         gates = (GateCapability("compile", not problem, compile_note), correctness,
@@ -101,8 +103,8 @@ class TritonAscendBackend(Backend):
         return npu_modules_reason(missing) if missing else ""
 
     def compile_context(self, task: TaskSpec) -> dict[str, str]:
-        self.context = {"task_source": task.source, "toolchains": str(toolchains_root()), "soc": target_soc(),
-                        "device": "npu" if npu.npu_ready()[0] else "cpu"}
+        self.context = {"task_source": task.source, "dtype": task.dtype, "toolchains": str(toolchains_root()),
+                        "soc": target_soc(), "device": "npu" if npu.npu_ready()[0] else "cpu"}
         return self.context
 
     def sandbox_paths(self) -> tuple[str, ...]:
@@ -112,7 +114,7 @@ class TritonAscendBackend(Backend):
         return tuple(paths + ([cann] if cann else []))
 
     def correctness_task_source(self, task_source: str) -> str:
-        return task_source if npu.npu_ready()[0] else shrink_task_source(task_source)
+        return task_source if npu.npu_ready()[0] else interpreter_task_source(task_source)
 
     # ---- child side ----------------------------------------------------------------------------
     def configure(self, context: dict[str, str]) -> None:
@@ -125,7 +127,8 @@ class TritonAscendBackend(Backend):
         from verifier.backends.triton_ascend.gate import driver_job
 
         toolchain = self._toolchain(context)
-        return (driver_job(candidate_source, context["task_source"], toolchain, COMPILE_TIMEOUT_S),)
+        return (driver_job(candidate_source, context["task_source"], toolchain, COMPILE_TIMEOUT_S,
+                           context.get("dtype", "float32")),)
 
     def judge_build(self, job: BuildJob, code: int, output: str, records: dict[str, bytes]) -> tuple[bool, str]:
         from verifier.backends.triton_ascend.gate import judge
@@ -173,6 +176,11 @@ class TritonAscendBackend(Backend):
     def synchronize(self) -> None:
         if self._on_npu():
             npu.npu_synchronize()
+
+    def flush_cache(self) -> None:
+        """On an NPU: the L2 cleared before a timed call (in its untimed preparation; ascendc.npu_timing)."""
+        if self._on_npu():
+            npu.flush_l2()
 
 
 __all__ = ["TritonAscendBackend"]

@@ -11,7 +11,9 @@ tests cover only the probe's answer "no NPU"). What it does there:
   bishengir-compile and CANN's tools on PATH for the JIT compile at the first launch, and imports
   torch_npu so tensors can live on ``npu``. It refuses if upstream Triton was already imported
   (two packages named ``triton`` cannot share a process).
-- Timing reuses the ascendc backend's NPU event timer (L2 flush, ``torch_npu.npu.Event``).
+- Timing is :mod:`verifier.backends.ascendc.npu_timing`'s: NPU events with the L2 cleared before
+  every call, inside the verifier's paired protocol; :func:`kernel_attribution` says which device
+  kernels a call ran (``triton_*`` op types are the candidate's).
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from typing import Any, Callable
 
 from verifier.backends.ascendc.toolchain import probe_npu
 
@@ -47,7 +48,13 @@ def npu_synchronize() -> None:
     torch.npu.synchronize()
 
 
-def npu_timer() -> Callable[[Callable[[], Any]], float]:
-    from verifier.backends.ascendc import AscendCBackend
+_FLUSH: list = []
 
-    return AscendCBackend().timer()
+
+def flush_l2() -> None:
+    """Zero a buffer twice the L2's size on the NPU (allocated once per process)."""
+    from verifier.backends.ascendc.npu_timing import FLUSH_BYTES, npu_api
+
+    if not _FLUSH:
+        _FLUSH.append(npu_api().flush_buffer(FLUSH_BYTES))
+    _FLUSH[0].zero_()

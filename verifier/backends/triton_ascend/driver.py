@@ -1,10 +1,16 @@
 """The triton-ascend compile driver: a script run by the toolchain environment's python.
 
-``python driver.py REQUEST.json RESULT.json`` (the request is written by :mod:`gate`). Steps:
+``python driver.py REQUEST.json RESULT.json`` (the request is written by :mod:`gate`; ``--dry`` runs
+the build's check of this path instead, :mod:`driver_dry`). Steps:
 
-1. A forked, seccomp-filtered child records the candidate's launches on the task's inputs and
-   runs Triton's front end to TTIR (:mod:`driver_record`); this process never imports candidate
-   code.
+0. The task's inputs are described by shape on the meta device (``kernelbench_npu.shape_specs``,
+   from the main environment; a caller that already has them passes ``specs`` instead), after one
+   warm-up meta op so the forks below do not each pay torch._dynamo's import.
+
+1. A forked, seccomp-filtered child records the candidate's launches on shape-only stand-ins of
+   the task's inputs (the request's ``specs``; nothing the size of the task is allocated) and runs
+   Triton's front end to TTIR (:mod:`driver_record`, :mod:`shape_record`); this process never
+   imports candidate code.
 2. For every distinct TTIR (cached by its hash, the launch options, the SoC and the toolchain
    versions): triton-ascend's own ``ttadapter`` stage (``triton-adapter-opt``: TTIR -> linalg with
    HIVM annotations) and its own ``npubin`` stage for A2/A3 (``bishengir-compile`` with the flags
@@ -16,7 +22,8 @@
 
 The result (per kernel specialisation: status, stage, raw message, footprint, seconds, cached) is
 written as JSON; :mod:`diagnostics` turns messages into feedback in the main environment. Runs
-with only the standard library, triton-ascend and torch, so it can live outside the project.
+with the standard library, triton-ascend and torch; only step 0 imports the project
+(``kernelbench_npu.shape_specs``), through the main environment's site-packages.
 """
 
 from __future__ import annotations
@@ -147,20 +154,53 @@ def compile_all(entries: list[dict], request: dict, workdir: Path) -> list[dict]
     return results
 
 
+def warm_up() -> None:
+    """Import torch and make one meta-device op before forking: the first meta dispatch imports
+    torch._dynamo (seconds; 10 s on a loaded 2-core host), which every fork would pay again."""
+    import torch
+
+    torch.empty(1, device="meta") + 1
+
+
+def task_input_specs(request: dict) -> str:
+    """Put the task's shape-only input specs into the request (``kernelbench_npu.shape_specs``, found
+    through the main environment's site-packages); "" or why not."""
+    from kernelbench_npu.shape_specs import task_specs
+
+    try:
+        request["specs"] = task_specs(request["task_source"], request.get("dtype", "float32"), path="task.py").as_dict()
+    except Exception as exc:  # noqa: BLE001 - a task the build would have quarantined
+        return f"{type(exc).__name__}: {exc}"[:500]
+    return ""
+
+
 def main(argv: list[str]) -> int:
+    if argv[1] == "--dry":  # the build's check of the path, many tasks (driver_dry)
+        from driver_dry import dry_main
+
+        warm_up()
+        prepare_triton(json.loads(Path(argv[2]).read_text())["soc"])
+        return dry_main(json.loads(Path(argv[2]).read_text()), Path(argv[3]), compile_all)
     request = json.loads(Path(argv[1]).read_text())
     workdir = Path(request["workdir"])
     (workdir / "candidate.py").write_text(request["candidate_source"])
-    (workdir / "task.py").write_text(request["task_source"])
-    import torch  # noqa: F401  (imported once, before the fork, for both sides)
-
+    warm_up()
     prepare_triton(request["soc"])
+    if "specs" not in request:  # shapes, strides, dtypes and scalars, made on the meta device: nothing allocated
+        problem = task_input_specs(request)
+        if problem:
+            Path(argv[2]).write_text(json.dumps({"record_seconds": 0.0, "died": "", "launches": 0, "kernels": [],
+                                                 "placement": None, "error": {"stage": "describing the task's inputs "
+                                                 "by shape", "text": problem, "launches": 0}}))
+            return 0
     start = time.perf_counter()
     lines, died = run_forked(workdir, request, request.get("seccomp", ""))
     launches = [e for e in lines if e.get("kind") == "launch"]
     errors = [e for e in lines if e.get("kind") == "error"]
+    done = next((e for e in lines if e.get("kind") == "done"), {})
     result = {"record_seconds": round(time.perf_counter() - start, 3), "died": died,
               "error": errors[0] if errors else None, "launches": len(launches),
+              "placement": done.get("placement"),
               "kernels": compile_all(launches, request, workdir)}
     Path(argv[2]).write_text(json.dumps(result))
     return 0

@@ -27,12 +27,12 @@ from verifier.toolchains.env import launch_env
 
 DRIVER = Path(__file__).with_name("driver.py")
 SECCOMP = Path(__file__).resolve().parents[2] / "sandbox" / "seccomp.py"
-GATE_VERSION = "4"  # bump when the driver's result for the same inputs would change
+GATE_VERSION = "5"  # bump when the driver's result for the same inputs would change
 RECORD_SHARE = 0.5  # share of the compile timeout the recording may take
 
 
-def cache_key(candidate_source: str, task_source: str, toolchain: TritonAscendToolchain) -> str:
-    parts = [GATE_VERSION, candidate_source, task_source, toolchain.soc, str(toolchain.full_compile),
+def cache_key(candidate_source: str, task_source: str, toolchain: TritonAscendToolchain, dtype: str = "float32") -> str:
+    parts = [GATE_VERSION, candidate_source, task_source, dtype, toolchain.soc, str(toolchain.full_compile),
              json.dumps(toolchain.env.versions, sort_keys=True)]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
@@ -49,13 +49,14 @@ def driver_env(toolchain: TritonAscendToolchain) -> dict[str, str]:
     return {k: v for k, v in env.items() if k not in ("HOME", "TMPDIR")}
 
 
-def driver_job(candidate_source: str, task_source: str, toolchain: TritonAscendToolchain, timeout_s: float) -> BuildJob:
-    request = {"candidate_source": candidate_source, "task_source": task_source, "soc": toolchain.soc,
+def driver_job(candidate_source: str, task_source: str, toolchain: TritonAscendToolchain, timeout_s: float,
+               dtype: str = "float32") -> BuildJob:
+    request = {"candidate_source": candidate_source, "task_source": task_source, "dtype": dtype, "soc": toolchain.soc,
                "full_compile": toolchain.full_compile, "workdir": ".", "cache_dir": "",
                "seccomp": str(SECCOMP) if SECCOMP.is_file() else "",
                "record_timeout_s": max(10.0, timeout_s * RECORD_SHARE), "max_configs": 8, "seed": 0,
                "toolchain_key": json.dumps(toolchain.env.versions, sort_keys=True)}
-    return BuildJob(cache_key(candidate_source, task_source, toolchain), "triton-ascend kernels",
+    return BuildJob(cache_key(candidate_source, task_source, toolchain, dtype), "triton-ascend kernels",
                     (("request.json", json.dumps(request)),),
                     (str(toolchain.python), str(DRIVER), "request.json", "result.json"), records=("result.json",),
                     toolchains=(str(toolchain.env.root),), env=tuple(sorted(driver_env(toolchain).items())))
