@@ -11,9 +11,9 @@ tests cover only the probe's answer "no NPU"). What it does there:
   bishengir-compile and CANN's tools on PATH for the JIT compile at the first launch, and imports
   torch_npu so tensors can live on ``npu``. It refuses if upstream Triton was already imported
   (two packages named ``triton`` cannot share a process).
-- Timing is :mod:`verifier.backends.ascendc.npu_timing`'s: NPU events with the L2 cleared before
-  every call, inside the verifier's paired protocol; :func:`kernel_attribution` says which device
-  kernels a call ran (``triton_*`` op types are the candidate's).
+- Timing is the monitor's own clock around each staged call (verifier.sandbox.serve); :func:`flush_l2`
+  clears the L2 in each call's untimed preparation, as :mod:`verifier.backends.ascendc.npu_timing`
+  describes (its event timer and per-kernel attribution are for tools run on the trusted side).
 """
 
 from __future__ import annotations
