@@ -57,12 +57,19 @@ def tree_state(roots: list[Path]) -> dict[str, str]:
 
 
 def changed(before: dict[str, str], after: dict[str, str]) -> list[str]:
-    """Paths whose state differs (or that disappeared), with what changed."""
+    """What differs for each path of ``before`` (bytes, mode, mtime, xattrs; or that it is gone)."""
     out = []
     for path, was in before.items():
         now = after.get(path)
-        if now != was:
-            out.append(f"{path}: {was} -> {now}")
+        if now == was:
+            continue
+        if now is None:
+            out.append(f"{path}: removed")
+            continue
+        fields = [f"{name} {a[:12]} -> {b[:12]}" if name == "sha256" else f"{name} {a} -> {b}"
+                  for name, a, b in zip(("sha256", "mode", "mtime", "xattrs"), was.split(" ", 3), now.split(" ", 3))
+                  if a != b]
+        out.append(f"{path}: {', '.join(fields)}")
     return out
 
 
