@@ -35,6 +35,12 @@ PR_SET_CHILD_SUBREAPER = 36
 DAEMON_PREFIX = "z23d-"  # the process name (comm) the daemon cases give themselves
 
 
+def with_native_source(candidate: str, source: str) -> str:
+    """``candidate`` with the text of its (first) r\"\"\"...\"\"\" native source replaced by ``source``."""
+    start = candidate.index('r"""') + 4
+    return candidate[:start] + source + candidate[candidate.index('"""', start):]
+
+
 def file_state(path: Path) -> str:
     """"sha256 mode mtime xattrs" of one file (the extended attributes sorted, with their values)."""
     info = os.stat(path)
@@ -126,7 +132,8 @@ def _stat_fields(pid: str) -> list[str] | None:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return [text[:text.index("(")].strip(), text[text.index("(") + 1:text.rindex(")")]] + text[text.rindex(")") + 2:].split()
+    open_, close = text.index("("), text.rindex(")")  # the name (comm) may hold spaces and parentheses
+    return [text[:open_].strip(), text[open_ + 1:close]] + text[close + 2:].split()
 
 
 def _describe(pid: str) -> str:
@@ -218,7 +225,8 @@ class Targets:
         pq.write_table(pa.table({"task_id": ["L1/relu"], "note": [name]}), root / "manifest.parquet")
         pq.write_table(pa.table({"item": [name] * 16}), root / "items-0001.parquet")
         udp, tcp = UdpListener(), TcpListener()
-        fill = {"CASE": name, "CASE_MANIFEST": str(root / "manifest.parquet"), "CASE_LAKE": str(root / "items-0001.parquet"),
+        fill = {"CASE": name, "CASE_MANIFEST": str(root / "manifest.parquet"),
+                "CASE_LAKE": str(root / "items-0001.parquet"),
                 "UDP_PORT": str(udp.port), "TCP_PORT": str(tcp.port), "DAEMON_NAME": f"{DAEMON_PREFIX}{index}",
                 "POISON_KEY": cpu_native.source_key(POISON_TARGET), "POISON_SOURCE": POISON_TARGET, "EVIL_SOURCE": EVIL}
         return cls(root, fill, udp, tcp)

@@ -32,7 +32,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 from escape_corpus import CASES, POISON_TARGET, EscapeCase
-from escape_world import DAEMON_PREFIX, Survivors, Targets, TcpListener, changed, tree_state
+from escape_world import DAEMON_PREFIX, Survivors, Targets, TcpListener, changed, tree_state, with_native_source
 from verifier_taskutil import FIXTURES, fixture_task
 
 
@@ -51,12 +51,6 @@ pytestmark = pytest.mark.skipif(not (landlock.abi_version()[0] and seccomp.suppo
 ROOT = Path(__file__).resolve().parents[2]
 ALL_STATIC = tuple(CHECKS) + tuple(NATIVE_CHECKS) + ("c_undefined_symbols",)
 HONEST = (FIXTURES / "honest_relu_omp.py").read_text()
-
-
-def with_native_source(candidate: str, source: str) -> str:
-    """``candidate`` with the text of its (first) r\"\"\"...\"\"\" native source replaced by ``source``."""
-    start = candidate.index('r"""') + 4
-    return candidate[:start] + source + candidate[candidate.index('"""', start):]
 
 
 POISON_CANDIDATE = with_native_source(HONEST, POISON_TARGET)  # honest, on the source the poisoning cases target
@@ -146,7 +140,10 @@ def _assert_contained(case: EscapeCase, world: World, before: dict[str, str], ve
 def contained_problems(case: EscapeCase, world: World, before: dict[str, str], verdict) -> list[str]:
     """What the case did outside its directory (empty when contained)."""
     problems = []
-    if moved := changed(before, world.snapshot()):
+    own = world.cases.get(case.name)
+    others = [str(t.root) + "/" for name, t in world.cases.items() if name != case.name]
+    after = world.snapshot()  # another issue-23 case's own targets are that case's to answer for
+    if moved := changed({p: s for p, s in before.items() if not p.startswith(tuple(others))}, after):
         problems.append(f"changed or removed {moved}")
     if created := [str(p) for p in world.absent if p.exists()]:
         problems.append(f"created {created} outside its directory")
@@ -154,9 +151,8 @@ def contained_problems(case: EscapeCase, world: World, before: dict[str, str], v
         problems.append("read a secret into its verdict")
     if world.tcp.received:
         problems.append(f"reached the loopback TCP server: {world.tcp.received[:2]}")
-    own = world.cases.get(case.name)
     if own is not None:
-        problems += [p for p in own.problems({}) if not p.startswith("changed")]  # files: in the snapshot above
+        problems += own.problems({})  # its listeners (its files are in the snapshot above)
     return problems
 
 
@@ -170,7 +166,8 @@ def test_the_corpus_is_large_and_covers_the_issue():
 
 @pytest.mark.slow
 def test_every_escape_is_contained_at_run_time_with_every_static_check_off(world):
-    """The run-time isolation alone: each case runs with the static policy disabled."""
+    """The run-time isolation alone: each case runs with the static policy disabled; afterwards no process
+    of any of them is alive and the honest candidate on the poisoning target still passes from the cache."""
     for case in CASES:
         world.fill_for(case)  # the issue-23 cases' own targets exist before the snapshot
     before = world.snapshot()
@@ -178,7 +175,6 @@ def test_every_escape_is_contained_at_run_time_with_every_static_check_off(world
         verdicts = list(pool.map(lambda case: (case, _verify(case, world, ALL_STATIC)), CASES))
     survivors = world.survivors.check()
     poisoned = verify(fixture_task("relu"), POISON_CANDIDATE, "cpu", VerifySettings.for_tests(world.cache, seed=13))
-    late = {name: list(t.udp.received) for name, t in world.cases.items()}  # heartbeats after the verdicts
     failures = []
     for case, verdict in verdicts:
         problems = contained_problems(case, world, before, verdict)
@@ -191,7 +187,7 @@ def test_every_escape_is_contained_at_run_time_with_every_static_check_off(world
         failures.append(f"processes outlived their verification: {survivors}")
     if not poisoned.passed:
         failures.append(f"the honest candidate on the poisoning target failed from the cache: {poisoned.feedback}")
-    assert not failures, "\n".join(failures) + f"\n(UDP after the verdicts: { {k: len(v) for k, v in late.items() if v} })"
+    assert not failures, "\n".join(failures)
 
 
 def _static_tier(case: EscapeCase, world: World, tmp_path: Path) -> str:
@@ -288,3 +284,12 @@ def test_every_issue23_escape_acts_when_nothing_confines_it(tmp_path):
         if not acted:
             idle.append(case.name)
     assert not idle, f"these cases did nothing even without confinement: {idle}"
+
+
+def test_the_corpus_covers_the_escape_classes_of_issue_23():
+    """Class 1 (load-time code: UDP, TCP, daemon, metadata, cache poisoning) and class 3 (io_uring)."""
+    names = {c.name for c in CASES if c.z23}
+    assert {c.z23 for c in CASES if c.z23} == {"1", "3"}
+    for needle in ("ctor_udp", "ctor_tcp", "daemon", "metadata", "cache_poison", "uring_socket_udp", "uring_setxattr",
+                   "uring_openat", "uring_connect"):
+        assert any(needle in n for n in names), needle

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from escape_corpus import POISON_TARGET
-from escape_world import Survivors, Targets
+from escape_world import Survivors, Targets, with_native_source
 from verifier_taskutil import FIXTURES, fixture_task
 from z23_preconfinement import candidate
 
@@ -46,11 +46,6 @@ class Outcome:
     honest_after: Verdict
 
 
-def _with_source(candidate_text: str, source: str) -> str:
-    start = candidate_text.index('r"""') + 4
-    return candidate_text[:start] + source + candidate_text[candidate_text.index('"""', start):]
-
-
 @pytest.fixture(scope="module")
 def outcome(tmp_path_factory) -> Outcome:
     base = tmp_path_factory.mktemp("z23-preconfinement")
@@ -62,7 +57,7 @@ def outcome(tmp_path_factory) -> Outcome:
         verdict = verify(fixture_task("relu"), source, "cpu",
                          VerifySettings.for_tests(cache, seed=23, compile_timeout_s=900, timeout_s=90))
         alive = survivors.check(grace_s=2.0)
-    honest = verify(fixture_task("relu"), _with_source(HONEST, POISON_TARGET), "cpu",
+    honest = verify(fixture_task("relu"), with_native_source(HONEST, POISON_TARGET), "cpu",
                     VerifySettings.for_tests(cache, seed=24))
     escaped = [p for p in base.rglob("z23-escaped*")]
     return Outcome(source, verdict, targets, before, alive, escaped, honest)
