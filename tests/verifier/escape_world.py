@@ -32,7 +32,9 @@ from escape_corpus import EVIL, POISON_TARGET
 from verifier import cpu_native
 
 PR_SET_CHILD_SUBREAPER = 36
-DAEMON_PREFIX = "z23d-"  # the process name (comm) the daemon cases give themselves
+# the process name (comm, at most 15 characters) the daemon cases give themselves: this test process's
+# own, so that a concurrent pytest worker's daemons are never taken for ours
+DAEMON_PREFIX = f"z23d{os.getpid() % 100000}-"
 
 
 def with_native_source(candidate: str, source: str) -> str:

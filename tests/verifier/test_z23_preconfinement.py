@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from escape_corpus import POISON_TARGET
-from escape_world import Survivors, Targets, with_native_source
+from escape_world import DAEMON_PREFIX, Survivors, Targets, with_native_source
 from verifier_taskutil import FIXTURES, fixture_task
 from z23_preconfinement import candidate
 
@@ -31,7 +31,7 @@ from verifier.settings import VerifySettings
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (landlock.abi_version()[0] and seccomp.supported()),
                                                    reason="needs Landlock and the x86_64 seccomp filter")]
-DAEMON = "z23d-pre"
+DAEMON = DAEMON_PREFIX + "p"
 HONEST = (FIXTURES / "honest_relu_omp.py").read_text()
 
 
