@@ -16,10 +16,11 @@ Modes:
   statically read build arguments, which no setting turns off).
 - ``--direct``: no verifier at all: each cpu/triton fixture is imported in a plain subprocess
   (triton in its interpreter on the CPU, on the verifier's small shapes) and its ModelNew compared
-  with the task's Model on five input distributions; cuda needs a GPU and is skipped.
+  with the task's Model on five input distributions (an ``@triton.autotune`` kernel runs its first config
+  there); cuda needs a GPU and is skipped.
 
 Run: .venv/bin/python -m benchmarks.honest_corpus [--backend cpu,cuda,triton] [--names 'honest_cpu_*']
-     [--jobs 2] [--no-static] [--direct] [--json out.json]
+     [--covers 'honest (issue 24)'] [--jobs 2] [--no-static] [--direct] [--json out.json]
 A full run takes long: every cuda fixture is an nvcc build on torch's headers (~2 min of CPU each) and
 every cpu load_inline fixture a torch extension build (~45 s); compile results are cached in --cache.
 """
@@ -57,8 +58,9 @@ ALL_STATIC_CHECKS = (*CHECKS, *NATIVE_CHECKS, "c_undefined_symbols")
 _FINDING = re.compile(r"^(\w+) \((?:line \d+[^)]*)\): (.*)$")
 
 
-def honest_entries(backends: set[str], names: str) -> list[CorpusEntry]:
-    return [e for e in corpus() if e.kind == "honest" and e.backend in backends and fnmatch.fnmatch(e.name, names)]
+def honest_entries(backends: set[str], names: str, covers: str = "") -> list[CorpusEntry]:
+    return [e for e in corpus() if e.kind == "honest" and e.backend in backends and fnmatch.fnmatch(e.name, names)
+            and e.covers.startswith(covers)]
 
 
 def causes(verdict: Verdict) -> list[str]:
@@ -106,6 +108,12 @@ if backend == "triton":
 import torch
 from verifier.backends.small_shapes import shrink_task_source
 torch.set_num_threads(2)
+if backend == "triton":  # no GPU to benchmark @triton.autotune configs: the first config stands in
+    import triton
+
+    def _first_config(configs, key, **_):
+        return triton.heuristics({k: (lambda args, v=v: v) for k, v in configs[0].kwargs.items()})
+    triton.autotune = _first_config
 
 def module(name, path, text=None):
     spec = importlib.util.spec_from_file_location(name, path)
@@ -155,7 +163,7 @@ def direct_entry(entry: CorpusEntry, cache: Path) -> dict:
     proc = subprocess.run([sys.executable, "-c", DIRECT, entry.backend, str(TASKS / f"{entry.task}.py"),
                            str(entry.path), str(task.atol)], capture_output=True, text=True, env=env, timeout=900)
     text = (proc.stdout + proc.stderr).strip()
-    ok = proc.returncode == 0 and text.endswith("ok")
+    ok = proc.returncode == 0 and proc.stdout.strip().endswith("ok")
     return {**row, "outcome": "pass" if ok else "rejected", "gate": "direct", "seconds": round(time.perf_counter() - start, 1),
             **({} if ok else {"reason": text[-600:], "causes": ["direct: " + text.splitlines()[-1][:200] if text else "no output"]})}
 
@@ -182,13 +190,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="cpu,cuda,triton")
     parser.add_argument("--names", default="honest_*", help="glob over fixture names")
+    parser.add_argument("--covers", default="", help='only entries whose covers line starts so ("honest (issue 24)")')
     parser.add_argument("--jobs", type=int, default=2, help="verifications in flight (they mostly wait on sandboxes)")
     parser.add_argument("--no-static", action="store_true", help="disable every static check")
     parser.add_argument("--direct", action="store_true", help="run the fixtures outside the verifier")
     parser.add_argument("--cache", default=str(ROOT / "runs" / "honest-corpus-cache"))
     parser.add_argument("--json", help="write one row per fixture here")
     args = parser.parse_args()
-    entries = honest_entries(set(args.backend.split(",")), args.names)
+    entries = honest_entries(set(args.backend.split(",")), args.names, args.covers)
     cache = Path(args.cache)
     cache.mkdir(parents=True, exist_ok=True)
     one = (lambda e: direct_entry(e, cache)) if args.direct else (lambda e: verify_entry(e, cache, args.no_static))
