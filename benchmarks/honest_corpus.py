@@ -142,8 +142,10 @@ for trial, scale in enumerate((1.0, 1e3, 1e-3, -1.0, 1.0)):
     assert len(want) == len(got), f"{len(got)} outputs, want {len(want)}"
     for w, g in zip(want, got):
         assert g.shape == w.shape and g.dtype == w.dtype, f"trial {trial}: {g.shape} {g.dtype} vs {w.shape} {w.dtype}"
-        if not torch.allclose(g, w, atol=tol * max(1.0, abs(scale)) if w.is_floating_point() else 0,
-                              rtol=tol, equal_nan=True):
+        close = torch.allclose(g, w, atol=tol if w.is_floating_point() else 0, rtol=tol, equal_nan=True)
+        if not close and w.is_floating_point():  # long sums of large inputs: their error scales with the norm
+            close = bool(torch.isfinite(g).all()) and (g - w).double().norm() <= tol * w.double().norm()
+        if not close:
             bad = (g - w).abs().max().item() if w.is_floating_point() else (g != w).sum().item()
             raise SystemExit(f"trial {trial} (x{scale}): max error {bad}")
     assert all(torch.equal(a, b) for a, b in zip(inputs, copies)), "inputs modified"

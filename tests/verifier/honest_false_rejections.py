@@ -20,6 +20,10 @@ class FalseRejection:
     text: str
     cause: str
     static: bool = True  # rejected by the parent-side tier (static policy, build arguments read statically)
+    later: "FalseRejection | None" = None  # what rejects it next once this cause is fixed (checked end to end)
+
+    def matches(self, gate: str, feedback: str) -> bool:
+        return (gate == self.gate and self.text in feedback) or bool(self.later and self.later.matches(gate, feedback))
 
 
 OPERATOR_IMPORTS = ("issue 24: `operator`/`itertools` imports are refused by name (functools.reduce(operator.mul, "
@@ -37,8 +41,22 @@ BUILD_ARGS = ("issue 24: build arguments computed at import (f-strings of comput
               "\"\".join, loops, conditional flag lists) cannot be read without running the candidate")
 
 
+TRIVIAL_TANH = ("the scale-aware trivial-output check: on the small-magnitude distribution tanh(x) is x to ~x^3/3, so "
+                "an honest libm/SLEEF tanhf (its error a few 1e-9 against torch's) is not 0.01x below the input copy's")
+AOT_IMPORT = ("triton's compile gate imports only imports, constants, functions and literal triton.Config tables: "
+              "autotune configs built by a comprehension at import fail its import slice")
+LATER = {  # a second cause behind the first (the first is the one the static tier reports)
+    "honest_cpu_get_num_threads_chunks": FalseRejection("correctness", "is not far below that of a trivial output",
+                                                        TRIVIAL_TANH, static=False),
+    "honest_cpu_loop_generated_kernels": FalseRejection("correctness", "is not far below that of a trivial output",
+                                                        TRIVIAL_TANH, static=False),
+    "honest_triton_itertools_autotune_configs": FalseRejection("compile", "importing the candidate's kernels failed",
+                                                               AOT_IMPORT, static=False),
+}
+
+
 def _rejected(cause: str, gate: str, text: str, *names: str) -> dict[str, FalseRejection]:
-    return {name: FalseRejection(gate, text, cause) for name in names}
+    return {name: FalseRejection(gate, text, cause, later=LATER.get(name)) for name in names}
 
 
 KNOWN_FALSE_REJECTIONS: dict[str, FalseRejection] = {
