@@ -59,8 +59,9 @@ _FINDING = re.compile(r"^(\w+) \((?:line \d+[^)]*)\): (.*)$")
 
 
 def honest_entries(backends: set[str], names: str, covers: str = "") -> list[CorpusEntry]:
-    return [e for e in corpus() if e.kind == "honest" and e.backend in backends and fnmatch.fnmatch(e.name, names)
-            and e.covers.startswith(covers)]
+    globs = names.split(",")
+    return [e for e in corpus() if e.kind == "honest" and e.backend in backends
+            and any(fnmatch.fnmatch(e.name, g) for g in globs) and e.covers.startswith(covers)]
 
 
 def causes(verdict: Verdict) -> list[str]:
@@ -191,7 +192,7 @@ def summarise(rows: list[dict]) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", default="cpu,cuda,triton")
-    parser.add_argument("--names", default="honest_*", help="glob over fixture names")
+    parser.add_argument("--names", default="honest_*", help="comma-separated globs over fixture names")
     parser.add_argument("--covers", default="", help='only entries whose covers line starts so ("honest (issue 24)")')
     parser.add_argument("--jobs", type=int, default=2, help="verifications in flight (they mostly wait on sandboxes)")
     parser.add_argument("--no-static", action="store_true", help="disable every static check")
