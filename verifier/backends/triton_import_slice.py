@@ -8,8 +8,11 @@ kernels needs and what runs nothing but Triton's own constructors:
 - decorated functions (the kernels, with their ``@triton.jit`` / ``@triton.autotune`` decorators);
 - plain functions whose defaults are literals (defining one runs no code: config generators and
   ``early_config_prune`` callbacks that a decorator names);
-- config tables: assignments whose only calls are ``triton.Config`` (however triton was imported)
-  and ``range`` outside lambdas, e.g. ``configs = [triton.Config({"BLOCK": b}) for b in (64, 128)]``.
+- config tables: assignments whose only calls are ``triton.Config`` (however triton was imported),
+  pure builtins (``range``, ``zip``, ``min``...) and ``itertools`` combinators outside lambdas, e.g.
+  ``configs = [triton.Config({"BLOCK": b}, num_warps=w) for b, w in itertools.product((64, 128), (2, 4))]``.
+
+It runs in the monitor's confined builder (verifier.backends.triton_build), never in the runner.
 """
 
 from __future__ import annotations
@@ -18,7 +21,10 @@ import ast
 import traceback
 from pathlib import Path
 
-CONFIG_CALLS = frozenset({"triton.Config", "triton.runtime.Config", "triton.runtime.autotuner.Config", "range"})
+CONFIG_CALLS = frozenset({"triton.Config", "triton.runtime.Config", "triton.runtime.autotuner.Config", "range",
+                          "zip", "enumerate", "list", "tuple", "len", "min", "max", "sorted", "reversed",
+                          "itertools.product", "itertools.chain", "itertools.combinations", "itertools.permutations"})
+PURE_BUILTINS = frozenset({"range", "zip", "enumerate", "list", "tuple", "len", "min", "max", "sorted", "reversed"})
 
 
 def kernels_only_source(module_tree: ast.Module) -> str:
@@ -40,15 +46,16 @@ def _kept(node: ast.stmt, triton_names: dict[str, str]) -> bool:
 
 
 def _triton_names(module_tree: ast.Module) -> dict[str, str]:
-    """Module-level names bound by triton imports -> the dotted name they stand for."""
+    """Module-level names bound by triton (and itertools) imports -> the dotted name they stand for."""
     names: dict[str, str] = {}
     for node in module_tree.body:
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if alias.name.split(".")[0] == "triton":
+                if alias.name.split(".")[0] in ("triton", "itertools"):
                     local = alias.asname or alias.name.split(".")[0]
                     names[local] = alias.name if alias.asname else local
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "triton" and not node.level:
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in ("triton", "itertools") \
+                and not node.level:
             names.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names})
     return names
 
@@ -74,7 +81,7 @@ def _dotted(func: ast.expr, triton_names: dict[str, str]) -> str:
         func = func.value
     if not isinstance(func, ast.Name):
         return ""
-    root = triton_names.get(func.id, func.id if func.id == "range" else "")
+    root = triton_names.get(func.id, func.id if func.id in PURE_BUILTINS else "")
     return ".".join([root, *reversed(parts)]) if root else ""
 
 
