@@ -31,20 +31,20 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
-from escape_corpus import CASES, POISON_TARGET, EscapeCase
+from escape_corpus import CASES, POISON_TARGET, RELU, EscapeCase
 from escape_world import DAEMON_PREFIX, Survivors, Targets, TcpListener, changed, tree_state, with_native_source
 from verifier_taskutil import FIXTURES, fixture_task
 
 
+from build_jobs import build_call
+
 from verifier.api import verify
 from verifier.backends.cpu import CpuBackend
-from verifier.gates.hack import static_findings
-from verifier.gates.hack_build import check_units
-from verifier.gates.hack_native import NATIVE_CHECKS
+from verifier.gates.hack_native import NATIVE_CHECKS, run_native_checks
 from verifier.gates.hack_python import CHECKS
 from verifier.gates.native_symbols import SYMBOL_CHECKS
-from verifier.sandbox import isolation, landlock, seccomp
-from verifier.sandbox.workspace import Workspace
+from verifier.monitor.sites import Site
+from verifier.sandbox import landlock, seccomp
 from verifier.settings import VerifySettings
 
 pytestmark = pytest.mark.skipif(not (landlock.abi_version()[0] and seccomp.supported()),
@@ -99,10 +99,10 @@ def world(tmp_path_factory):
     honest = verify(fixture_task("relu"), HONEST, "cpu", VerifySettings.for_tests(cache, seed=3))
     assert honest.passed, honest.feedback
     (cache / "secret.txt").write_text(marker)
-    entry = next((cache / "entries").glob("*/*"))
-    other = Workspace.create(base / "other-cache")  # a verification in flight next to ours
-    (other.root / "child" / "candidate.py").write_text(f"# {marker}\n")
-    torch.save({"expected": marker}, other.root / "child" / "outputs.pt")
+    entry = next((cache / "builds").glob("*/*"))
+    other = Site("runner")  # a verification in flight next to ours
+    (other.work / "candidate.py").write_text(f"# {marker}\n")
+    torch.save({"expected": marker}, other.work / "outputs.pt")
     project_file = ROOT / "verifier" / f".escape-target-{os.getpid()}"
     project_file.write_bytes(os.urandom(64))
     parent = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)", marker],
@@ -112,8 +112,8 @@ def world(tmp_path_factory):
     fill = {"BUILD_MANIFEST": str(build / "manifest.parquet"), "BUILD_PROBLEM": str(build / "problems" / "relu.py"),
             "LAKE_FILE": str(lake / "data" / "items-0001.parquet"), "LAKE_CATALOG": str(lake / "catalog.json"),
             "LAKE_DIR": str(lake), "LAKE_SECRET": str(lake / "secret.txt"), "CREDENTIALS": str(home / "credentials"),
-            "OTHER_DIR": str(other.root / "child"), "OTHER_FILE": str(other.root / "child" / "candidate.py"),
-            "OTHER_PICKLE": str(other.root / "child" / "outputs.pt"), "CACHE_ROOT": str(cache),
+            "OTHER_DIR": str(other.work), "OTHER_FILE": str(other.work / "candidate.py"),
+            "OTHER_PICKLE": str(other.work / "outputs.pt"), "CACHE_ROOT": str(cache),
             "CACHE_SECRET": str(cache / "secret.txt"), "CACHE_MANIFEST": str(entry / "MANIFEST.json"),
             "CACHE_LIB": str(next(entry.rglob("kernel.so"))), "PROJECT_FILE": str(project_file),
             "PARENT_PID": str(parent.pid), "TMP_NEW": f"/tmp/evokernel-escape-{token}",
@@ -192,16 +192,16 @@ def test_every_escape_is_contained_at_run_time_with_every_static_check_off(world
 
 
 def _static_tier(case: EscapeCase, world: World, tmp_path: Path) -> str:
-    """Which static tier refuses the case under the full policy ("" if none): the parent's checks,
-    then the build checks on what the compile gate builds (the candidate itself never runs here)."""
-    source = case.source(world.fill_for(case))
-    native = [f for f in static_findings(source, "float32") if f.check.startswith("c_")]
-    if native:
+    """Which static tier refuses the case under the full policy ("" if none): the checks on the recorded
+    source's text, then the build checks on what the monitor builds (the candidate never runs here)."""
+    code = RELU + case.c_code
+    for key, value in world.fill_for(case).items():
+        code = code.replace("{{" + key + "}}", value)
+    if run_native_checks(code, "float32"):
         return "tokens"
-    outcome = CpuBackend().compile(source, tmp_path / case.name, 120)
-    assert outcome.ok, f"{case.name}: {outcome.diagnostics}"
-    roots = (*isolation.SYSTEM_READ_EXEC, *isolation.runtime_read_exec())
-    return "build" if check_units(outcome.units, roots) else ""
+    outcome = build_call(CpuBackend(), "load_c", {"source": code, "functions": {"relu": "float*"}}, tmp_path / case.name)
+    assert outcome.ok or outcome.gate == "hack", f"{case.name}: {outcome.detail}"
+    return "build" if outcome.gate == "hack" else ""
 
 
 @pytest.mark.parametrize("case", [c for c in CASES if c.c_code.strip()], ids=lambda c: c.name)
@@ -223,45 +223,39 @@ def test_full_policy_end_to_end(name, world):
 
 @pytest.mark.slow
 def test_a_candidate_cannot_plant_a_library_for_another(tmp_path):
-    """A candidate that rewrites its own build output (fresh, then a cached copy) after the compile
-    report never reaches the cache: the next candidate with the same kernel gets a clean build."""
-    tamper = HONEST + ('\nimport glob\nfor _p in glob.glob("build/cpu/*/kernel.so"):\n'
+    """A candidate that rewrites the library it was given (in the runner's libs directory, which only the
+    monitor writes) and the cache it cannot see: the next candidate with the same kernel gets the
+    monitor's own build, byte for byte."""
+    tamper = HONEST + ('\nimport glob\nfor _p in glob.glob("../libs/*/kernel.so") + glob.glob("/root/.cache/**/kernel.so"):\n'
                        '    open(_p, "wb").write(b"planted")\n')
     settings = VerifySettings.for_tests(tmp_path / "cache", seed=5, disabled_checks=ALL_STATIC)
     first = verify(fixture_task("relu"), tamper, "cpu", settings)
-    assert not first.infrastructure_error and not (tmp_path / "cache" / "entries").exists()  # refused on ingest
-    honest = verify(fixture_task("relu"), HONEST, "cpu", settings)
-    assert honest.passed and not honest.facts.compile_cached, honest.feedback
+    assert not first.infrastructure_error and first.failed_gate == "compile", first.feedback  # the write was refused
     library = next((tmp_path / "cache").rglob("kernel.so"))
     digest = hashlib.sha256(library.read_bytes()).hexdigest()
-    verify(fixture_task("relu"), tamper, "cpu", settings)  # tampers with its seeded private copy
-    again = verify(fixture_task("relu"), HONEST, "cpu", settings)
-    assert again.passed and again.facts.compile_cached, again.feedback
-    assert hashlib.sha256(library.read_bytes()).hexdigest() == digest
-    assert b"planted" not in library.read_bytes()
+    honest = verify(fixture_task("relu"), HONEST, "cpu", settings)
+    assert honest.passed and honest.facts.compile_cached, honest.feedback
+    assert hashlib.sha256(library.read_bytes()).hexdigest() == digest and b"planted" not in library.read_bytes()
 
 
 UNCONFINED = """
-import os, sys
+import os, sys, types
 from pathlib import Path
-from verifier.backends.cpu import CpuBackend
 
 for source, work in zip(sys.argv[1::2], sys.argv[2::2]):  # one process: torch is imported once
     work = Path(work)
     (work / "build").mkdir(parents=True)
     os.chdir(work)
-    backend = CpuBackend()
-    outcome = backend.compile(open(source).read(), work / "build", 120)
-    assert outcome.ok, outcome.diagnostics
-    backend.load(open(source).read(), work / "build")
+    module = types.ModuleType("candidate")  # load_c builds and loads in this process: nothing confines it
+    exec(compile(open(source).read(), "candidate.py", "exec"), module.__dict__)
 """
 
 
 @pytest.mark.slow
 def test_every_issue23_escape_acts_when_nothing_confines_it(tmp_path):
-    """The positive control of the containment test: each issue-23 case compiled and imported exactly as
-    the sandbox child does it, but with no Landlock, seccomp or privilege drop, acts on targets of its
-    own (so a case contained above is the sandbox's doing, not a broken attack)."""
+    """The positive control of the containment test: each issue-23 case imported with its library built
+    and loaded in the same process, with no Landlock, seccomp, namespaces or privilege drop, acts on
+    targets of its own (so a case contained above is the sandbox's doing, not a broken attack)."""
     cases = [c for c in CASES if c.z23]
     targets = {c.name: Targets.create(tmp_path / c.name / "targets", c.name, 90 + i) for i, c in enumerate(cases)}
     argv = []
@@ -272,7 +266,8 @@ def test_every_issue23_escape_acts_when_nothing_confines_it(tmp_path):
     before = {name: t.state() for name, t in targets.items()}
     log = tmp_path / "log"
     with Survivors(DAEMON_PREFIX + "9") as survivors, log.open("w") as out:  # a file: the daemon keeps it open
-        run = subprocess.run([sys.executable, "-c", UNCONFINED, *argv], cwd=ROOT, stdout=out, stderr=out, timeout=600)
+        run = subprocess.run([sys.executable, "-c", UNCONFINED, *argv], cwd=ROOT, stdout=out, stderr=out, timeout=600,
+                             env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")})
         alive = survivors.check(grace_s=2.0)
     assert run.returncode == 0, log.read_text()[-2000:]
     idle = []

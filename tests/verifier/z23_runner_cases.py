@@ -46,8 +46,7 @@ class ModelNew(nn.Module):
         lib.relu(x, y, x.numel())
         return y
 '''
-CHANNEL = "int(sys.argv[2])"  # the sandbox child is `python -m ... IN_FD OUT_FD`
-NONCE = 'next(o.nonce for o in gc.get_objects() if type(o).__name__ == "ChildConfig")'
+CHANNEL = "int(sys.argv[1])"  # the runner is `python -m verifier.sandbox.candidate_runner CHANNEL_FD PAGE_FD`
 
 
 @dataclass(frozen=True)
@@ -81,9 +80,10 @@ CASES = (
                timeout_s=12.0),
     RunnerCase("answers_garbage", "writes random bytes on its result channel, then goes on", "compile",
                at_import=f"os.write({CHANNEL}, os.urandom(4096))", also=("hack",)),
-    RunnerCase("answers_garbage_with_the_nonce", "a frame with the run's nonce (read through gc) whose fields are "
-               "garbage", "compile", also=("hack",),
+    RunnerCase("answers_garbage_in_a_well_formed_frame", "a well-formed frame on its channel whose fields are "
+               "garbage (an Imported that claims builds it never asked for, an array of 2^40 elements)", "compile",
+               also=("hack",),
                at_import=("from verifier.sandbox import channel\n"
-                          f"channel.write_message({CHANNEL}, {{'kind': 'load', 'nonce': {NONCE}, 'ok': [1], "
-                          "'seconds': 'soon', 'arrays': [{'dtype': 'float32', 'shape': [1 << 40]}]})")),
+                          f"os.write({CHANNEL}, channel.encode({{'kind': 'imported', 'builds': 'many', "
+                          "'arrays': [{'dtype': 'float32', 'shape': [1 << 40]}]}))")),
 )
