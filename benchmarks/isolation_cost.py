@@ -1,14 +1,13 @@
-"""What the sandbox's isolation adds to one verification, part by part (medians of interleaved
-repeats, so a loaded machine shifts both sides of each comparison alike):
+"""What the zero-trust verifier's isolation adds to one verification, part by part (medians of
+interleaved repeats, so a loaded machine shifts both sides of each comparison alike):
 
-- prepare: the parent builds a process's policy, its import links and (as root with a reachable
-  runtime) hands its directory to the sandbox uid;
-- spawn: launcher + ``python -m`` of a trivial module under the real policy (privileges,
-  no_new_privs, Landlock in the fork) against the same with an empty policy;
-- compile: the fast loader's g++ run with ``-save-temps`` (the preprocessed text the build checks
-  read) against without;
-- checks: the build checks on that output (candidate lines, capability checks, ELF symbols);
-- cache: hashing the built entry, copying it into the cache and back out, checked.
+- site: the monitor makes a process's private directory, its policy and its import links;
+- spawn: the launcher (PID and network namespaces) and ``python -c pass`` under the real policy
+  (privileges, no_new_privs, Landlock, CPU pinning) against the same process started bare;
+- boot: a runner's own start-up to Ready (torch, the observer, seccomp) - what a pooled spare saves;
+- build: a load_c source through the monitor's build service, cold (the confined builder, g++ with
+  ``-save-temps``, the checks on what it built, the cache) and cached (the checks and the placement);
+  against a bare g++ run of the same source.
 
 Run: .venv/bin/python -m benchmarks.isolation_cost [--repeats 15]
 """
@@ -26,10 +25,12 @@ import time
 from pathlib import Path
 
 from verifier import cpu_native
-from verifier.backends.base import BuiltUnit
-from verifier.gates.hack_build import check_units
+from verifier.backends.cpu import CpuBackend
+from verifier.monitor.builds import BuildLimits, BuildService
+from verifier.monitor.sites import RunnerSite, RunnerSpec, Site
 from verifier.sandbox import isolation
-from verifier.sandbox.compile_cache import CacheEntry, CompileCache, hash_artifacts
+from verifier.sandbox.observer import library
+from verifier.sandbox.spawn import Sandboxed, clean_env
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = re.search(r'r"""(.*?)"""', (ROOT / "tests/fixtures/kernels/honest_relu_omp.py").read_text(), re.S).group(1)
@@ -55,69 +56,83 @@ def _paired(a, b, repeats: int) -> tuple[float, float]:
     return statistics.median(ta), statistics.median(tb)
 
 
-def bench_spawn(base: Path, repeats: int) -> tuple[float, float, float]:
-    """(prepare ms, spawn ms confined, spawn ms with an empty policy)."""
-    workdir = base / "child"
-    workdir.mkdir()
-    prepare_ms = _ms(lambda: isolation.prepare(workdir, True), repeats)
-    prepared = isolation.prepare(workdir, True)
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": str(prepared.import_root)}
+def bench_spawn(repeats: int) -> tuple[float, float, float]:
+    """(site ms, spawn ms confined, spawn ms bare)."""
+    def site_only():
+        site = Site("runner")
+        site.policy(threads=2)
+        site.close()
 
-    def spawn(policy: isolation.Policy):
-        r, w = os.pipe()
-        subprocess.run([sys.executable, "-m", "verifier.sandbox.launcher", "verifier.sandbox.landlock", str(r), str(w)],
-                       pass_fds=(r, w), env={**env, isolation.POLICY_ENV: policy.to_env()}, cwd=workdir, check=True)
-        os.close(r)
-        os.close(w)
+    def confined():
+        site = Site("runner")
+        policy, import_root = site.policy(threads=2)
+        process = Sandboxed([sys.executable, "-c", "pass"], policy, site.work, clean_env(2, site.work, import_root),
+                            channel=False)
+        process.wait(60)
+        site.close()
 
-    confined, bare = _paired(lambda: spawn(prepared.policy), lambda: spawn(isolation.Policy()), repeats)
-    return prepare_ms, confined, bare
+    def bare():
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+
+    site_ms = _ms(site_only, repeats)
+    spawned, plain = _paired(confined, bare, repeats)
+    return site_ms, spawned, plain
 
 
-def bench_build(base: Path, repeats: int) -> dict[str, float]:
+def bench_boot(repeats: int, cache: Path) -> float:
+    observer, _ = library(cache)
+    spec = RunnerSpec("cpu", 2, 6144, 256, observer=str(observer or ""))
+
+    def boot():
+        site = RunnerSite(spec)
+        site.wait_ready(time.monotonic() + 300)
+        site.close()
+
+    return _ms(boot, max(3, repeats // 3))
+
+
+def bench_build(repeats: int, base: Path) -> dict[str, float]:
     src = base / "kernel.cpp"
     src.write_text(SOURCE)
+    args = {"source": SOURCE, "functions": {"relu": "const float*, float*, int64"}}
+    limits = BuildLimits(2, 6144, 256, "float32", ())
 
-    def gxx(*extra: str):
-        subprocess.run([cpu_native.COMPILER, *cpu_native.FLAGS, *extra, str(src), "-o", str(base / "k.so")],
-                       cwd=base, check=True, capture_output=True)
+    def cold():
+        cache = Path(tempfile.mkdtemp(dir=base))
+        (cache / "libs").mkdir()
+        outcome = BuildService(CpuBackend(), {}, cache, cache / "libs", limits).run("load_c", args, 120)
+        assert outcome.ok, outcome.detail
 
-    with_temps, without = _paired(lambda: gxx("-save-temps"), gxx, max(3, repeats // 3))
-    result = cpu_native.build(SOURCE, base / "build")
-    unit = BuiltUnit("load_c", result.preprocessed, result.includes, (result.library,))
-    roots = (*isolation.SYSTEM_READ_EXEC, *isolation.runtime_read_exec())
-    checks = _ms(lambda: check_units([unit], roots), repeats)
-    key = cpu_native.source_key(SOURCE)
-    entry = CacheEntry(key, cpu_native.entry_dir(key))
+    warm_cache = Path(tempfile.mkdtemp(dir=base))
+    (warm_cache / "libs").mkdir()
+    service = BuildService(CpuBackend(), {}, warm_cache, warm_cache / "libs", limits)
+    service.run("load_c", args, 120)
 
-    def cache_round_trip():
-        cache = CompileCache(Path(tempfile.mkdtemp(dir=base)))
-        reported = hash_artifacts(base / "build", [str(Path(result.library).parent)])
-        cache.ingest([entry], base / "build", reported)
-        cache.seed([entry], Path(tempfile.mkdtemp(dir=base)))
+    def gxx():
+        subprocess.run([cpu_native.COMPILER, *cpu_native.FLAGS, str(src), "-o", str(base / "k.so")], cwd=base,
+                       check=True, capture_output=True)
 
-    return {"compile_with_temps": with_temps, "compile_without": without, "checks": checks,
-            "cache": _ms(cache_round_trip, repeats)}
+    cold_ms, bare_ms = _paired(cold, gxx, max(3, repeats // 3))
+    return {"cold": cold_ms, "bare_gxx": bare_ms, "cached": _ms(lambda: service.run("load_c", args, 120), repeats)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
     args = parser.parse_args()
-    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {isolation.describe(isolation.build_policy(Path(tempfile.gettempdir()), True)).mechanism}")
+    mechanism = isolation.describe(isolation.build_policy("runner", Path(tempfile.gettempdir()), writable=True)).mechanism
+    print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {mechanism}")
     with tempfile.TemporaryDirectory() as tmp:
-        prepare_ms, confined, bare = bench_spawn(Path(tmp), args.repeats)
-        build = bench_build(Path(tmp), args.repeats)
-    spawn_extra = confined - bare
-    compile_extra = build["compile_with_temps"] - build["compile_without"]
-    print(f"prepare (parent, per process): {prepare_ms:.1f} ms")
-    print(f"spawn launcher + python: {confined:.1f} ms confined vs {bare:.1f} ms bare (+{spawn_extra:.1f} ms)")
-    print(f"g++ with -save-temps: {build['compile_with_temps']:.0f} ms vs {build['compile_without']:.0f} ms "
-          f"(+{compile_extra:.0f} ms, cold builds only)")
-    print(f"build checks: {build['checks']:.1f} ms; cache hash + ingest + seed: {build['cache']:.1f} ms")
-    per_verification = 2 * (prepare_ms + spawn_extra) + build["checks"] + build["cache"]
-    print(f"per verification (child + reference worker, warm cache): ~{per_verification:.0f} ms; "
-          f"cold cache adds ~{compile_extra:.0f} ms per load_c source")
+        site_ms, confined, bare = bench_spawn(args.repeats)
+        boot_ms = bench_boot(args.repeats, Path(tmp))
+        build = bench_build(args.repeats, Path(tmp))
+    print(f"site (directories, policy, import links): {site_ms:.1f} ms")
+    print(f"spawn python: {confined:.1f} ms through the launcher, confined, vs {bare:.1f} ms bare "
+          f"(+{confined - bare:.1f} ms)")
+    print(f"runner boot to Ready (torch, observer, seccomp): {boot_ms:.0f} ms (paid ahead of need by a pooled spare)")
+    print(f"load_c build through the monitor: cold {build['cold']:.0f} ms vs a bare g++ {build['bare_gxx']:.0f} ms "
+          f"(+{build['cold'] - build['bare_gxx']:.0f} ms: builder, -save-temps, checks, cache); "
+          f"cached {build['cached']:.1f} ms")
 
 
 if __name__ == "__main__":

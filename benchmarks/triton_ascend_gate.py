@@ -160,12 +160,24 @@ def softmax_example() -> str:
     return fenced_blocks(dict(scaffold_sections("triton-ascend"))["Worked example: row softmax"], "python")[0]
 
 
+class Outcome:
+    """A compile gate outcome as this benchmark prints it (the monitor's build outcome)."""
+
+    def __init__(self, built) -> None:
+        self.ok = built.ok
+        self.diagnostics = (built.note if built.ok else built.detail) or built.reason
+
+
 def compile_once(spec: TaskSpec, source: str, cache: Path):
+    """The compile gate as the monitor runs it: the driver as a build job in the confined builder."""
+    from verifier.monitor.builds import BuildLimits, BuildService
+
     backend = TritonAscendBackend()
-    backend.configure(backend.compile_context(spec))
+    context = backend.compile_context(spec)
     began = time.perf_counter()
-    outcome = backend.compile(source, cache, 600)
-    return time.perf_counter() - began, outcome
+    (job,) = backend.compile_jobs(source, context)
+    built = BuildService(backend, context, cache, None, BuildLimits(2, 6144, 256, spec.dtype, ())).build(job, 600)
+    return time.perf_counter() - began, Outcome(built)
 
 
 def load() -> str:
