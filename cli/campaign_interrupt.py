@@ -46,6 +46,7 @@ class Interruptible:
         self.on_exit = on_exit  # stops the progress display before the last line
         self._watchdog: threading.Thread | None = None
         self._previous: dict[int, Any] = {}
+        self._exiting = threading.Lock()
 
     def __enter__(self) -> "Interruptible":
         from evokernel.agent import interrupt
@@ -111,6 +112,8 @@ class Interruptible:
         self._exit(note)
 
     def _exit(self, note: str | None) -> None:
+        if not self._exiting.acquire(blocking=False):  # the deadline and the watchdog: one line, once
+            threading.Event().wait()
         try:
             self.on_exit()
         except Exception:

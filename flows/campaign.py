@@ -10,6 +10,10 @@ end as its future finishes); steps are counted in the lake. At the end it publis
 summary, per-task table and report link as Prefect artifacts (flows/artifacts.py).
 Resumable: rerun with the same campaign id to continue from what the lake holds. Tasks in other
 processes need the flow's Prefect API to be one they reach (flows/prefect_api.py; the CLI sees to it).
+One writer per campaign id: the flow holds the id's lease in the lake while it runs and ends Failed
+(``stopped.status == "refused"``) when another live process holds it. A campaign asked to stop
+(evokernel.agent.interrupt: Ctrl-C, a fatal error in a task) runs no further wave, records its
+status (interrupted / failed) once, and ends Cancelled or Failed with its result.
 """
 
 from __future__ import annotations
