@@ -138,6 +138,7 @@ def _run(settings: Settings, runtime: Runtime, tasks: list[str] | None,
     stop = interrupt.finish()
     if stop is None:
         record_campaign(ctx, build, "finished")
+        interrupt.settled()  # a Ctrl-C during the report does not make it interrupted
     return summaries, stop
 
 

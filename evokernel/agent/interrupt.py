@@ -120,6 +120,12 @@ def on_finish(finisher: Callable[[Stop], None]) -> None:
         _finishers.append(finisher)
 
 
+def settled() -> None:
+    """The campaign recorded its own end (finished): a later stop has nothing to record for it."""
+    with _cond:
+        _finishers.clear()
+
+
 def finish(timeout_s: float = 30.0) -> Stop | None:
     """Run the finishers once for the requested stop (a second caller waits until the first is
     done, at most ``timeout_s``); the stop (None: none requested)."""
