@@ -45,6 +45,7 @@ def register(app: typer.Typer) -> None:
 def run_campaign_cli(**kwargs) -> dict:
     """Run the campaign flow on one Prefect API with a live progress bar read from the lake;
     one-line errors for expected failures."""
+    from cli.campaign_interrupt import Interruptible, ended, refuse_running
     from cli.prefect_env import apply_prefect_defaults
 
     apply_prefect_defaults()
@@ -60,20 +61,39 @@ def run_campaign_cli(**kwargs) -> dict:
     from memory_lake import LakeError
 
     settings = _checked_settings(kwargs)
+    refuse_running(kwargs["lake"], kwargs.get("campaign_id"))
     params = {k: (str(v) if isinstance(v, Path) else v) for k, v in kwargs.items()}
     params["report_out"] = params.pop("report")
     params["tasks"] = params["tasks"] or None
     try:
-        with shared_api() as api, CampaignProgress(str(settings.lake)) as bar, listen(bar.on_event):
+        with Interruptible(kwargs) as handlers, shared_api() as api, \
+                CampaignProgress(str(settings.lake)) as bar, listen(bar.on_event), listen(handlers.on_event):
+            handlers.on_exit = bar.stop_display
+            handlers.spare(api.server_pid)
             if api.started_here:
                 bar.note(f"Prefect API for this campaign: {api.url} (runs kept under PREFECT_HOME)")
             runner = make_task_runner(settings.task_runner, settings.parallel_tasks, settings.dask_address)
-            result = campaign_flow.with_options(task_runner=runner)(**params)
+            result = _flow_result(campaign_flow.with_options(task_runner=runner), params, handlers)
         gc.collect()  # free the flow's DuckDB objects now, not during interpreter teardown
+        ended(result, kwargs, handlers)
         return result
     except (CampaignError, ConfigError, BuildError, LakeError, LLMError, ValueError) as exc:
         fail(str(exc).splitlines()[0])
     raise AssertionError("unreachable")
+
+
+def _flow_result(flow, params: dict, handlers) -> dict:
+    """The flow's result (a stopped campaign's too: see cli/campaign_interrupt.py); its exception re-raised."""
+    try:
+        result = flow(**params, return_state=True).result(raise_on_failure=False)
+    except BaseException:
+        handlers.wait_for_exit()  # interrupted: the watchdog ends the process
+        raise
+    if handlers.interrupted:
+        handlers.wait_for_exit()
+    if isinstance(result, BaseException):
+        raise result
+    return result
 
 
 def _checked_settings(kwargs: dict):

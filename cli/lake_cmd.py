@@ -69,7 +69,8 @@ def _register_lifecycle(lake_app: typer.Typer) -> None:
     def compact(lake: str = LAKE_OPT,
                 expire: Optional[str] = typer.Option(None, "--expire-older-than", help="also expire snapshots "
                                                      "older than this (e.g. 7d, 12h, 30m; time travel before "
-                                                     "then ends) and delete the files only they used")) -> None:
+                                                     "then ends) and delete the files only they used, once "
+                                                     "unused for an hour (the grace period)")) -> None:
         """Merge small files, rebuild the champion lists (safe while campaigns write; results unchanged)."""
         from memory_lake import LakeError
 
@@ -78,6 +79,8 @@ def _register_lifecycle(lake_app: typer.Typer) -> None:
             r = _open(lake).compact(expire_older_than=seconds)
         typer.echo(f"compacted {', '.join(r.tables) or 'nothing'}: files {r.files_before} -> {r.files_after}, "
                    f"bytes {r.bytes_before} -> {r.bytes_after}")
+        if r.expired is not None:
+            typer.echo(expiry_line(r.expired))
 
 
 def _register_reading(lake_app: typer.Typer) -> None:
@@ -88,15 +91,19 @@ def _register_reading(lake_app: typer.Typer) -> None:
               fmt: str = typer.Option("table", "--format", help="table | csv | json | parquet"),
               out: Optional[Path] = typer.Option(None, "--out", help="output file (required for parquet)"),
               as_of: Optional[str] = AS_OF_OPT) -> None:
-        """Run SQL over items, attempts, retrievals, value_updates, campaigns, llm_calls, item_values."""
+        """Run one read-only SELECT over items, attempts, retrievals, value_updates, campaigns, llm_calls,
+        item_values (writes, COPY, ATTACH, CALL, PRAGMA, SET and file readers are refused)."""
         from memory_lake import LakeError
 
         if fmt not in ("table", "csv", "json", "parquet"):
             fail(f"--format {fmt}: expected table, csv, json or parquet")
         if fmt == "parquet" and out is None:
             fail("--format parquet needs --out FILE")
+        from memory_lake import readonly
+        from memory_lake.storage import parse
+
         with one_line_errors(LakeError):
-            result = _open(lake).query(sql_text, as_of=as_of)
+            result = readonly.query(parse(lake), sql_text, as_of=as_of)
         render(result, fmt, out)
 
     @lake_app.command("stats")
@@ -142,6 +149,16 @@ def _register_history(lake_app: typer.Typer) -> None:
 
         with one_line_errors(LakeError):
             typer.echo(attach_script(lake))
+
+
+def expiry_line(e) -> str:
+    """What --expire-older-than did, and the grace period of the files it leaves."""
+    ids = f" ({e.first_expired}..{e.last_expired})" if e.snapshots else ""
+    since = f"snapshot {e.oldest_kept} ({e.oldest_kept_time:%Y-%m-%d %H:%M:%S} UTC)" if e.oldest_kept is not None else "-"
+    hours = f"{e.grace_s / 3600:g} h"
+    return (f"expired {e.snapshots} snapshots{ids}; time travel now starts at {since}; deleted {e.files_deleted} "
+            f"files unused for {hours} and {e.orphans_deleted} orphaned files (files unused for less than {hours} "
+            "are deleted by a later compact)")
 
 
 def _duration(text: str) -> float:

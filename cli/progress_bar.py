@@ -49,6 +49,11 @@ class CampaignProgress:
             self._lake.close()
         self._progress.__exit__(*exc)
 
+    def stop_display(self) -> None:
+        """Stop drawing now (the terminal gets its cursor back), touching no lake: for an immediate exit."""
+        self._stop.set()
+        self._progress.stop()
+
     def note(self, text: str) -> None:
         """A line above the bar."""
         self._progress.console.print(text, markup=False, highlight=False)

@@ -22,6 +22,7 @@ import os
 import socket
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator
 from urllib.parse import urlparse
 
@@ -32,6 +33,7 @@ from prefect.settings import PREFECT_API_URL, temporary_settings
 class PrefectApi:
     url: str
     started_here: bool  # a server started for this run (stopped when it ends)
+    server_pid: int | None = None  # that server's process
 
 
 def configured_api_url() -> str | None:
@@ -56,18 +58,76 @@ def shared_api(startup_timeout_s: int | None = None) -> Iterator[PrefectApi]:
     if url:
         yield PrefectApi(url, started_here=False)
         return
-    from prefect.server.api.server import SubprocessASGIServer
-
-    server = SubprocessASGIServer(port=_free_port())  # a port of its own: not Prefect's ephemeral singleton
-    server.start(timeout=startup_timeout_s)
+    server = _run_server(_free_port())  # a port of its own: not Prefect's ephemeral singleton
+    try:
+        server.start(timeout=startup_timeout_s)
+    except RuntimeError as exc:
+        raise RuntimeError(f"{str(exc).splitlines()[0]} (its output: {server_log()})") from None
     try:
         with temporary_settings(updates={PREFECT_API_URL: server.api_url}), _environ("PREFECT_API_URL", server.api_url):
             try:
-                yield PrefectApi(server.api_url, started_here=True)
+                yield PrefectApi(server.api_url, started_here=True, server_pid=server.server_process.pid)
             finally:
                 _flush_logs_and_events()
     finally:
         server.stop()
+
+
+def server_log() -> Path:
+    """Where a server started for a run writes its output (PREFECT_HOME/api-server.log)."""
+    from prefect.settings import PREFECT_HOME
+
+    return Path(PREFECT_HOME.value()) / "api-server.log"
+
+
+def _run_server(port: int):
+    """Prefect's own server subprocess, started in a session of its own, so that a Ctrl-C at the
+    terminal reaches the campaign and not its API (the campaign reports its end to the API, then
+    stops it), and with the kernel's parent-death signal, so that it never outlives this process
+    (a crash, a kill -9, the interrupt's immediate exit). Start it from the main thread: the
+    parent-death signal follows the thread that started it. Its output goes to :func:`server_log`,
+    not the campaign's terminal: what it prints while it is stopped (a websocket cut short logs a
+    CancelledError traceback) is the server's business."""
+    from prefect.server.api import server as server_module
+
+    class RunServer(server_module.SubprocessASGIServer):
+        def _run_uvicorn_command(self):
+            real = server_module.subprocess
+            server_module.subprocess = _DetachedSubprocess(real)
+            try:
+                return super()._run_uvicorn_command()
+            finally:
+                server_module.subprocess = real
+
+    return RunServer(port=port)
+
+
+class _DetachedSubprocess:
+    """The ``subprocess`` module as Prefect's server module sees it while it starts its server."""
+
+    def __init__(self, real) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str):
+        return getattr(self._real, name)
+
+    def Popen(self, *args, **kwargs):  # noqa: N802 (the name Prefect calls)
+        log = server_log()
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "ab") as out:
+            return self._real.Popen(*args, **kwargs, stdout=out, stderr=self._real.STDOUT,
+                                    start_new_session=True, preexec_fn=_die_with_parent)
+
+
+def _die_with_parent() -> None:
+    """In the forked server, before exec: SIGTERM when the process that started it ends (Linux)."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # not Linux: the server is stopped on the way out instead
+        pass
 
 
 def _flush_logs_and_events() -> None:

@@ -17,7 +17,7 @@ from typing import Callable
 
 import duckdb
 
-from memory_lake import engine
+from memory_lake import datapath, engine
 from memory_lake.errors import LakeError
 from memory_lake.schema import (ALL_TABLES, PARQUET_COMPRESSION, ROW_GROUP_ROWS, column_type,
                                 create_table_sql)
@@ -47,13 +47,17 @@ class Snapshot:
     changes: str
 
 
-def attach_live(location: Location, create: bool = False, data_path: str | None = None) -> duckdb.DuckDBPyConnection:
-    """A connection with the lake attached as ``lake`` (created when ``create``)."""
+def attach_live(location: Location, create: bool = False, data_path: str | None = None,
+                read_only: bool = False) -> duckdb.DuckDBPyConnection:
+    """A connection with the lake attached as ``lake`` (created when ``create``; a directory lake
+    with its data path resolved from where it is now: see datapath.py)."""
     if not create:
         _check_exists(location)
+        data_path = datapath.resolve(location)
     con = engine.new_connection()
     try:
-        engine.attach(con, location.catalog, data_path=data_path, create=create)
+        engine.attach(con, location.catalog, data_path=data_path, create=create, read_only=read_only,
+                      override_data_path=data_path is not None)
     except duckdb.Error as exc:
         con.close()
         raise LakeError(f"{location.label}: cannot open the lake catalog ({engine.first_line(exc)})") from None
@@ -64,9 +68,11 @@ def attach_as_of(location: Location, as_of: str | int) -> duckdb.DuckDBPyConnect
     """A read-only connection with the lake as it was at a snapshot id or a timestamp."""
     _check_exists(location)
     snapshot, when = parse_as_of(as_of)
+    data_path = datapath.resolve(location)
     con = engine.new_connection()
     try:
-        engine.attach(con, location.catalog, snapshot=snapshot, snapshot_time=when)
+        engine.attach(con, location.catalog, snapshot=snapshot, snapshot_time=when, data_path=data_path,
+                      override_data_path=data_path is not None)
     except duckdb.Error as exc:
         con.close()
         raise LakeError(f"{location.label}: no snapshot at --as-of {as_of} ({engine.first_line(exc)})") from None
@@ -91,6 +97,7 @@ def create_lake(location: Location, backend: str, q_init: float, data_path: str 
                 seed: Callable[[duckdb.DuckDBPyConnection], None]) -> duckdb.DuckDBPyConnection:
     """Create the catalog, its tables and the lake_meta row; ``seed(con)`` runs in the same transaction."""
     _check_new(location)
+    datapath.check_new(location, data_path)
     data_path = data_path or location.default_data_path()
     if not data_path:
         raise LakeError(f"{location.label}: a new catalog lake needs a data path (--data-path DIR or "
@@ -99,6 +106,8 @@ def create_lake(location: Location, backend: str, q_init: float, data_path: str 
         location.directory.mkdir(parents=True, exist_ok=True)
         _new_wal_catalog(location.directory / CATALOG_FILE)
     con = attach_live(location, create=True, data_path=normalise_data_path(data_path))
+    if location.directory is not None:
+        datapath.record_relative(location.directory / CATALOG_FILE)  # relocatable: see datapath.py
     if _has_meta(con):
         con.close()
         raise LakeError(f"{location.label}: already exists (a lake is created only once)")
@@ -160,7 +169,22 @@ def apply_table_options(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
 def stored_table_options(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], str]:
     """The table-scoped options the lake's catalog holds: (option, table) -> value."""
     return {(name, scope_entry.split(".")[-1]): str(value) for name, _, value, scope, scope_entry
-            in con.execute(f"FROM {engine.ALIAS}.options()").fetchall() if scope == "TABLE"}
+            in con.execute(f"FROM {engine.ALIAS}.options()").fetchall() if scope == "TABLE" and scope_entry}
+
+
+def check_tables(con: duckdb.DuckDBPyConnection, location: Location) -> None:
+    """Every table of the lake is there; one that is not (dropped, e.g. through an older version's
+    `lake query`) is a one-line LakeError naming it and the snapshot to read the lake as it was."""
+    present = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = $db",
+                                             {"db": engine.ALIAS}).fetchall()}
+    missing = [t for t in ALL_TABLES if t not in present]
+    if not missing:
+        return
+    dropped = [s.snapshot_id for s in snapshots(con) if "tables_dropped" in s.changes or "dropped_table" in s.changes]
+    before = f"; the lake as it was: `evokernel lake query --lake {location.label} --as-of {dropped[-1] - 1} ...`" \
+        if dropped else ""
+    raise LakeError(f"{location.label}: table {missing[0]} is missing from the lake's catalog (dropped"
+                    f"{f' at snapshot {dropped[-1]}' if dropped else ''}){before}")
 
 
 def _set_table_options(con: duckdb.DuckDBPyConnection) -> None:
@@ -244,11 +268,13 @@ def attach_script(uri: str) -> str:
     """The SQL that opens the lake at ``uri`` in plain DuckDB, read-only (values are written by the
     lake's own clock transactions: write through memory_lake)."""
     location = parse(uri)
+    own = f", DATA_PATH {engine.literal(datapath.own_data_path(location))}, OVERRIDE_DATA_PATH true" \
+        if location.directory is not None else ""
     needs = ("ducklake", "postgres" if location.kind == "postgres" else "sqlite", "httpfs")
     lines = ["-- DuckDB 1.5.5. Extensions from the duckdb-extension-* wheels (where DuckDB can download,",
              "-- INSTALL ducklake; INSTALL sqlite; INSTALL postgres; INSTALL httpfs; does the same):"]
     lines += [f"LOAD '{engine.extension_path(engine.EXTENSIONS[name])}';" for name in needs]
     lines += ["-- data on S3: CREATE SECRET (TYPE s3, KEY_ID '...', SECRET '...', ENDPOINT 'host:port', URL_STYLE 'path');",
-              f"ATTACH {engine.literal(location.catalog)} AS lake (READ_ONLY);", "USE lake;",
+              f"ATTACH {engine.literal(location.catalog)} AS lake (READ_ONLY{own});", "USE lake;",
               "-- e.g. SELECT kind, count(*) FROM items GROUP BY kind;  SELECT * FROM lake.snapshots();"]
     return "\n".join(lines)

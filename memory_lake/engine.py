@@ -81,15 +81,22 @@ def install_s3_secret(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def attach(con: duckdb.DuckDBPyConnection, catalog: str, data_path: str | None = None, create: bool = False,
-           snapshot: int | None = None, snapshot_time: str | None = None) -> None:
-    """ATTACH the lake as ``lake`` and make it the default catalog (plain table names resolve)."""
+           snapshot: int | None = None, snapshot_time: str | None = None, override_data_path: bool = False,
+           read_only: bool = False) -> None:
+    """ATTACH the lake as ``lake`` and make it the default catalog (plain table names resolve).
+    ``override_data_path``: use ``data_path`` for this connection whatever the catalog records
+    (a directory lake's own folder: see datapath.py). A snapshot is always read-only."""
     options = [] if create else ["CREATE_IF_NOT_EXISTS false"]
     if data_path:
         options.append(f"DATA_PATH {literal(data_path)}")
+        if override_data_path and not create:
+            options.append("OVERRIDE_DATA_PATH true")
     if snapshot is not None:
-        options += [f"SNAPSHOT_VERSION {int(snapshot)}", "READ_ONLY"]
+        options.append(f"SNAPSHOT_VERSION {int(snapshot)}")
     elif snapshot_time is not None:
-        options += [f"SNAPSHOT_TIME {literal(snapshot_time)}", "READ_ONLY"]
+        options.append(f"SNAPSHOT_TIME {literal(snapshot_time)}")
+    if read_only or snapshot is not None or snapshot_time is not None:
+        options.append("READ_ONLY")
     install_s3_secret(con)
     with_options = f" ({', '.join(options)})" if options else ""
     retrying(lambda: con.execute(f"ATTACH {literal(catalog)} AS {ALIAS}{with_options}"))

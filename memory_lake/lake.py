@@ -26,7 +26,8 @@ from typing import Iterable, Mapping, Sequence
 import duckdb
 import pyarrow as pa
 
-from memory_lake import catalog, engine, maintenance, migrate, retrieval, transfer, values
+from memory_lake import campaign_lock, catalog, engine, maintenance, migrate, retrieval, transfer, values
+from memory_lake.campaign_lock import CampaignLease
 from memory_lake.errors import LakeError
 from memory_lake.keyed_reads import KeyedReader
 from memory_lake.migrate import MigrationResult
@@ -93,6 +94,7 @@ class Lake(LakeReads):
         con = catalog.attach_live(location)
         try:
             meta = catalog.read_meta(con, location)
+            catalog.check_tables(con, location)
             catalog.add_missing_columns(con)
             catalog.apply_table_options(con)
         except BaseException:
@@ -288,6 +290,12 @@ class Lake(LakeReads):
         while len(self._item_cache) > ITEM_CACHE_SIZE:
             self._item_cache.popitem(last=False)
         return out
+
+    # ---- one writer per campaign --------------------------------------------------------
+    def hold_campaign(self, campaign_id: str) -> CampaignLease:
+        """Take the campaign id's lease for this process (released on exit of the ``with`` block);
+        another live holder is a one-line CampaignRunning (see campaign_lock.py)."""
+        return campaign_lock.hold(self.location, campaign_id)
 
     # ---- housekeeping ------------------------------------------------------------------
     def files(self) -> Files:

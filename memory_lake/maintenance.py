@@ -13,7 +13,10 @@ derived structure DuckLake has no notion of: the champion lists of the BM25 post
 4. with ``expire_older_than`` (seconds), ``ducklake_expire_snapshots`` of older snapshots (time
    travel before then ends there), then ``ducklake_cleanup_old_files`` and
    ``ducklake_delete_orphaned_files`` (files of expired snapshots, and files of writers that died
-   before committing) older than ORPHAN_GRACE_S, so no in-flight writer loses a file.
+   before committing) older than ORPHAN_GRACE_S, so no in-flight writer loses a file: the grace
+   period. Files that snapshots expired by this run used are therefore deleted by a compaction
+   at least ORPHAN_GRACE_S later (the result counts both). A directory lake deletes only under its
+   own data folder, wherever it was copied or moved (datapath.py).
 Concurrent appends go on throughout (inserts never conflict with merges); two compactions at once
 conflict on the champion tables and the later one retries.
 """
@@ -24,7 +27,7 @@ import duckdb
 
 from memory_lake import engine
 from memory_lake.engine import ALIAS
-from memory_lake.models import CompactionResult, TableStats
+from memory_lake.models import CompactionResult, Expiry, TableStats
 from memory_lake.schema import ALL_TABLES
 from memory_lake.sqlfiles import sql
 
@@ -39,13 +42,13 @@ def compact(con: duckdb.DuckDBPyConnection, expire_older_than: float | None = No
     _call(con, f"CALL ducklake_flush_inlined_data('{ALIAS}')")
     merged = _call(con, f"CALL ducklake_merge_adjacent_files('{ALIAS}')")
     rebuild_champions(con, CHAMPIONS_K if champions_k is None else champions_k)
-    if expire_older_than is not None:
-        _expire(con, float(expire_older_than))
+    expired = _expire(con, float(expire_older_than)) if expire_older_than is not None else None
     after = file_footprint(con)
     tables = tuple(sorted({row[1] for row in merged if row[2]}))
     return CompactionResult(tables=tables, files_before=sum(n for n, _ in before.values()),
                             files_after=sum(n for n, _ in after.values()),
-                            bytes_before=sum(b for _, b in before.values()), bytes_after=sum(b for _, b in after.values()))
+                            bytes_before=sum(b for _, b in before.values()), bytes_after=sum(b for _, b in after.values()),
+                            expired=expired)
 
 
 def rebuild_champions(con: duckdb.DuckDBPyConnection, k: int) -> None:
@@ -72,12 +75,18 @@ def rebuild_champions(con: duckdb.DuckDBPyConnection, k: int) -> None:
         con.execute(f"SET threads = {int(threads)}")
 
 
-def _expire(con: duckdb.DuckDBPyConnection, older_than_s: float) -> None:
+def _expire(con: duckdb.DuckDBPyConnection, older_than_s: float) -> Expiry:
     cutoff = f"now() - INTERVAL '{float(older_than_s)} seconds'"
     grace = f"now() - INTERVAL '{ORPHAN_GRACE_S} seconds'"
-    _call(con, f"CALL ducklake_expire_snapshots('{ALIAS}', older_than => {cutoff})")
-    _call(con, f"CALL ducklake_cleanup_old_files('{ALIAS}', older_than => {grace})")
-    _call(con, f"CALL ducklake_delete_orphaned_files('{ALIAS}', older_than => {grace})")
+    snapshots = _call(con, f"CALL ducklake_expire_snapshots('{ALIAS}', older_than => {cutoff})")
+    old_files = _call(con, f"CALL ducklake_cleanup_old_files('{ALIAS}', older_than => {grace})")
+    orphans = _call(con, f"CALL ducklake_delete_orphaned_files('{ALIAS}', older_than => {grace})")
+    ids = sorted(int(row[0]) for row in snapshots)
+    first = engine.retrying(lambda: con.execute(f"SELECT min(snapshot_id), min(snapshot_time) FROM "
+                                                f"ducklake_snapshots('{ALIAS}')").fetchall()[0], con=con)
+    return Expiry(snapshots=len(ids), first_expired=ids[0] if ids else None, last_expired=ids[-1] if ids else None,
+                  files_deleted=len(old_files), orphans_deleted=len(orphans), oldest_kept=first[0],
+                  oldest_kept_time=first[1], grace_s=ORPHAN_GRACE_S)
 
 
 def _call(con: duckdb.DuckDBPyConnection, statement: str) -> list:

@@ -4,6 +4,7 @@ and results, value updates. All frozen dataclasses; validation happens on constr
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal
 
 from memory_lake.errors import LakeError
@@ -124,6 +125,20 @@ class TableStats:
 
 
 @dataclass(frozen=True)
+class Expiry:
+    """What ``compact(expire_older_than=...)`` expired and deleted (see maintenance.py)."""
+
+    snapshots: int  # snapshots expired by this run
+    first_expired: int | None
+    last_expired: int | None
+    files_deleted: int  # files only expired snapshots used, unused for at least grace_s
+    orphans_deleted: int  # files no snapshot lists (writers that died before committing), as old
+    oldest_kept: int | None  # time travel now reaches back to this snapshot
+    oldest_kept_time: datetime | None
+    grace_s: int
+
+
+@dataclass(frozen=True)
 class CompactionResult:
     tables: tuple[str, ...]
     files_before: int
@@ -131,3 +146,4 @@ class CompactionResult:
     bytes_before: int
     bytes_after: int
     extra: dict = field(default_factory=dict)
+    expired: Expiry | None = None  # with expire_older_than

@@ -34,6 +34,7 @@ class CampaignState:
     status: str | None
     started_at: datetime | None
     finished_at: datetime | None
+    status_reason: str | None = None  # interrupted / failed: why
 
 
 @dataclass(frozen=True)

@@ -115,10 +115,11 @@ CAMPAIGNS = pa.schema([
     ("model", pa.string()),
     ("method", pa.string()),
     ("settings_json", pa.string()),
-    ("status", pa.string()),  # running | finished | failed
+    ("status", pa.string()),  # running | finished | interrupted (Ctrl-C) | failed (a fatal error); all resumable
     ("started_at", TS),
     ("finished_at", TS),
     ("recorded_at", TS),  # the latest row per campaign_id is its current state
+    ("status_reason", pa.string()),  # interrupted / failed: why, one line (added to older lakes on open, null there)
 ])
 
 LLM_CALLS = pa.schema([  # every LLM call that is not an attempt (e.g. distillation), for cost accounting

@@ -6,6 +6,12 @@ Import adds the items with their original item_id, source_attempt_id and campaig
 (provenance), skips ids the target already holds, and records each carried-over Q as one
 value_updates row (reward null, attempt_id "import:<file name>", q_after = the exported Q)
 appended under the values lock like any other update.
+
+Seed items (``api_template``: the backend's knowledge every lake gets at ``lake init``, under ids
+of its own) are matched by content, not id: an exported template whose backend, title, body and
+code the target already holds is that seed, not a new item, so importing into a fresh lake adds
+no second copy. Its exported Qs go to the target's seed for the stages the target has not
+learned yet (a fresh lake's seeds have no Q history; a lake with its own keeps it).
 """
 
 from __future__ import annotations
@@ -60,19 +66,39 @@ def read_export(path: str | Path) -> pa.Table:
 
 
 def import_items(lake, path: str | Path) -> TransferResult:
-    """Add an export's items to ``lake`` keeping ids, provenance and Q values."""
+    """Add an export's items to ``lake`` keeping ids, provenance and Q values (seeds: see above)."""
     data = read_export(path)
     ids = data.column("item_id").to_pylist()
     known = set(lake.query(sql("known_items"), {"item_ids": ids}).column(0).to_pylist()) if ids else set()
-    keep = pa.array([i not in known for i in ids])
+    seeds, learned = _same_seeds(lake, data, known)
+    keep = pa.array([i not in known and i not in seeds for i in ids])
+    rows = data.select(["item_id", "q1", "n_updates_1", "q2", "n_updates_2"]).to_pylist()
     data = data.filter(keep)
     if data.num_rows:
         lake.append("items", data.select(ITEMS.names))
-    label = f"import:{Path(str(path)).name}"
     wanted = []
-    for row in data.select(["item_id", "q1", "n_updates_1", "q2", "n_updates_2"]).to_pylist():
+    for row in rows:
+        target = row["item_id"] if row["item_id"] not in known else None
+        target = seeds.get(row["item_id"], target)
         for stage in (1, 2):
-            if row[f"n_updates_{stage}"]:
-                wanted.append((row["item_id"], stage, float(row[f"q{stage}"])))
-    lake.set_values(wanted, attempt_id=label)
-    return TransferResult(items=data.num_rows, skipped=len(known), q_values=len(wanted))
+            if target and row[f"n_updates_{stage}"] and (target, stage) not in learned:
+                wanted.append((target, stage, float(row[f"q{stage}"])))
+    lake.set_values(wanted, attempt_id=f"import:{Path(str(path)).name}")
+    return TransferResult(items=data.num_rows, skipped=len(known) + len(seeds), q_values=len(wanted))
+
+
+def _same_seeds(lake, data: pa.Table, known: set[str]) -> tuple[dict[str, str], set[tuple[str, int]]]:
+    """Exported api_templates the target holds under another id (export id -> target id), and the
+    (target seed, stage) pairs that already have Q history there."""
+    mine = lake.query(sql("seed_items")).to_pylist()
+    by_content = {_content(row): row["item_id"] for row in mine}
+    learned = {(row["item_id"], stage) for row in mine for stage in (1, 2) if row[f"n_updates_{stage}"]}
+    seeds = {}
+    for row in data.select(["item_id", "kind", "backend", "title", "body", "code"]).to_pylist():
+        if row["kind"] == "api_template" and row["item_id"] not in known and _content(row) in by_content:
+            seeds[row["item_id"]] = by_content[_content(row)]
+    return seeds, learned
+
+
+def _content(row: dict) -> tuple:
+    return row["backend"], row["title"] or "", row["body"] or "", row["code"] or ""

@@ -8,6 +8,11 @@ as nested Prefect tasks, so each shows up with its own state and timing.
 No Prefect-wrapped callable reaches core code, and nothing here retries: the LLM provider owns the
 retry of LLM calls (evokernel.llm.retry) and evokernel.agent.verification owns the retry of
 verifications that failed for infrastructure reasons (tasks/defaults.py says so once more).
+
+Stopping (evokernel.agent.interrupt): a fatal LLM error, or a verifier that cannot run, asks the
+whole campaign to stop (status ``failed``, the error's first line as reason); the nested task ends
+in a Cancelled state with that line, not a traceback, and every campaign task returns at its next
+check with the stop as its stop reason. After a stop no step commits.
 The runtime (LLM client, lake, build) is the process's one runtime (evokernel.agent.runtime): in a
 Dask worker, the worker's own. Progress is what the task commits to the lake (the CLI reads it there).
 """
@@ -18,14 +23,18 @@ from dataclasses import asdict
 from typing import Any
 
 from prefect import get_run_logger, task
+from prefect.states import Cancelled, State
 
+from evokernel.agent import interrupt
 from evokernel.agent.campaign import resume_task, stop_reason, summarise, verify_plan_candidate
 from evokernel.agent.distill import commit_distillation, distill_request
 from evokernel.agent.runtime import Runtime, release_runtime, runtime_for
 from evokernel.agent.state import StepOutcome
 from evokernel.agent.step import candidate_code, commit_step, prepare_step
 from evokernel.config import Settings
+from evokernel.agent.verification import VerifierInfrastructureError
 from evokernel.llm.base import LLM, Completion, LLMRequest
+from evokernel.llm.errors import LLMError
 from kernelbench_npu.spec import TaskSpec
 from tasks.defaults import CAMPAIGN_TASK, LLM_TASK, VERIFY_TASK, verify_tag
 from verifier.result import Verdict
@@ -33,12 +42,20 @@ from verifier.result import Verdict
 
 @task(name="llm-generate", task_run_name="{request.task_id} {request.stage}", **LLM_TASK)
 def llm_generate(llm: LLM, request: LLMRequest) -> Completion:
-    return llm.complete(request)
+    try:
+        return llm.complete(request)
+    except LLMError as exc:  # after the provider's own retries: fatal for the campaign
+        return _stop_campaign(f"{llm.spec}: {_first_line(exc)}")
 
 
 @task(name="verify", task_run_name="verify {spec.task_id}", **VERIFY_TASK)
 def verify_code(runtime: Runtime, spec: TaskSpec, code: str | None) -> Verdict | None:
-    return verify_plan_candidate(runtime, spec, code)
+    try:
+        return verify_plan_candidate(runtime, spec, code)
+    except VerifierInfrastructureError as exc:
+        return _stop_campaign(f"verifier: {_first_line(exc)}")
+    except interrupt.CampaignStopped as exc:
+        return Cancelled(message=f"campaign stopping: {exc}")
 
 
 @task(name="campaign-task", task_run_name="{task_id}", **CAMPAIGN_TASK)
@@ -55,18 +72,43 @@ def _run_task(runtime: Runtime, task_id: str) -> dict[str, Any]:
     ctx, spec, logger = runtime.ctx, runtime.build.task(task_id), get_run_logger()
     verify = verify_code.with_options(tags={verify_tag(ctx.backend)})
     state = resume_task(ctx, spec)
-    while (reason := stop_reason(ctx, state)) is None:
-        plan = prepare_step(ctx, spec, state)
-        completion = llm_generate(runtime.llm, plan.request)
-        verdict = verify(runtime, spec, candidate_code(ctx, completion).code)
-        outcome = commit_step(ctx, plan, completion, verdict)
-        state = state.after(outcome, ctx.policy)
-        _log_step(logger, outcome)
-    if ctx.policy.distills and (request := distill_request(ctx, spec)) is not None:
-        commit_distillation(ctx, spec, llm_generate(runtime.llm, request))
+    try:
+        while (reason := stop_reason(ctx, state)) is None:
+            plan = prepare_step(ctx, spec, state)
+            completion = _result(llm_generate(runtime.llm, plan.request, return_state=True))
+            verdict = _result(verify(runtime, spec, candidate_code(ctx, completion).code, return_state=True))
+            with interrupt.committing():
+                outcome = commit_step(ctx, plan, completion, verdict)
+            state = state.after(outcome, ctx.policy)
+            _log_step(logger, outcome)
+        if not interrupt.stopping() and ctx.policy.distills and (request := distill_request(ctx, spec)) is not None:
+            completion = _result(llm_generate(runtime.llm, request, return_state=True))
+            with interrupt.committing():
+                commit_distillation(ctx, spec, completion)
+    except interrupt.CampaignStopped:
+        reason = stop_reason(ctx, state) or "stopped"
     summary = summarise(state, reason)
     logger.info("%s: %s; feasible=%s best=%s ms", task_id, reason, summary.feasible, summary.best_ms)
     return asdict(summary)
+
+
+def _result(state: State) -> Any:
+    """A nested task's result; a task that ended the campaign (Failed, Cancelled) stops this one too."""
+    if state.is_completed():
+        return state.result()
+    raise interrupt.CampaignStopped(state.message or "stopped")
+
+
+def _stop_campaign(reason: str) -> State:
+    """Ask the campaign to stop as failed (the first reason wins). This call ends Cancelled with the
+    reason (a Failed one would log a traceback-less "exception" at ERROR); the flow ends Failed."""
+    interrupt.request_stop(interrupt.FAILED, reason)
+    return Cancelled(message=reason)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _log_step(logger, outcome: StepOutcome) -> None:

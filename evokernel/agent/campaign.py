@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
 from typing import Callable, Sequence
 
-from evokernel.agent import rewards
+from evokernel.agent import interrupt, rewards
 from evokernel.agent.context import AgentContext
 from evokernel.agent.distill import commit_distillation, distill_request
 from evokernel.agent.runtime import Runtime
@@ -54,8 +54,9 @@ def plan_tasks(build: Build, task_ids: Sequence[str] = (), order: str = "level")
     return tasks
 
 
-def record_campaign(ctx: AgentContext, build: Build, status: str) -> None:
-    """Append the campaign's current state (running at start, finished at the end)."""
+def record_campaign(ctx: AgentContext, build: Build, status: str, reason: str | None = None) -> None:
+    """Append the campaign's current state: running at start, then finished, or interrupted / failed
+    with the one-line reason (see evokernel.agent.interrupt); any of them resumes by its id."""
     now = datetime.now(timezone.utc)
     previous = ctx.lake.campaign_state(ctx.campaign_id)
     started = previous.started_at if previous else now
@@ -64,7 +65,7 @@ def record_campaign(ctx: AgentContext, build: Build, status: str) -> None:
         "model": ctx.model, "method": ctx.policy.name,
         "settings_json": json.dumps(ctx.settings.model_dump(mode="json"), sort_keys=True),
         "status": status, "started_at": started, "finished_at": now if status != "running" else None,
-        "recorded_at": now,
+        "recorded_at": now, "status_reason": reason,
     }])
 
 
@@ -96,16 +97,23 @@ def summarise(state: TaskState, stop_reason: str) -> TaskSummary:
 
 
 def stop_reason(ctx: AgentContext, state: TaskState) -> str | None:
+    """Why the task stops now: the campaign was asked to stop, or a budget is spent (None: go on)."""
+    stop = interrupt.stopping()
+    if stop is not None:
+        return f"{stop.status}: {stop.reason}"
     settings = ctx.settings
     return state.stop_reason(settings.budget, settings.max_tokens_per_task, settings.max_seconds_per_task)
 
 
 def verify_plan_candidate(runtime: Runtime, task: TaskSpec, code: str | None) -> Verdict | None:
-    """The verdict on an extracted candidate (None: the answer had no usable kernel)."""
+    """The verdict on an extracted candidate (None: the answer had no usable kernel); none is started
+    or retried once the campaign was asked to stop (CampaignStopped)."""
     if code is None:
         return None
+    if interrupt.stopping():
+        raise interrupt.CampaignStopped(interrupt.stopping().reason)
     return verify_candidate(task, code, runtime.ctx.backend, runtime.verify_settings,
-                            runtime.ctx.settings.verify_concurrency)
+                            runtime.ctx.settings.verify_concurrency, sleep=interrupt.pause)
 
 
 def run_task(runtime: Runtime, task: TaskSpec,
@@ -113,14 +121,20 @@ def run_task(runtime: Runtime, task: TaskSpec,
     """Run (or resume) a task until its budget is spent, then distil it (Prefect-free)."""
     ctx = runtime.ctx
     state = resume_task(ctx, task)
-    while (reason := stop_reason(ctx, state)) is None:
-        plan = prepare_step(ctx, task, state)
-        completion = runtime.llm.complete(plan.request)
-        verdict = verify_plan_candidate(runtime, task, candidate_code(ctx, completion).code)
-        outcome = commit_step(ctx, plan, completion, verdict)
-        state = state.after(outcome, ctx.policy)
-        if on_step:
-            on_step(outcome)
-    if ctx.policy.distills and (request := distill_request(ctx, task)) is not None:
-        commit_distillation(ctx, task, runtime.llm.complete(request))
+    try:
+        while (reason := stop_reason(ctx, state)) is None:
+            plan = prepare_step(ctx, task, state)
+            completion = runtime.llm.complete(plan.request)
+            verdict = verify_plan_candidate(runtime, task, candidate_code(ctx, completion).code)
+            with interrupt.committing():
+                outcome = commit_step(ctx, plan, completion, verdict)
+            state = state.after(outcome, ctx.policy)
+            if on_step:
+                on_step(outcome)
+        if not interrupt.stopping() and ctx.policy.distills and (request := distill_request(ctx, task)) is not None:
+            completion = runtime.llm.complete(request)
+            with interrupt.committing():
+                commit_distillation(ctx, task, completion)
+    except interrupt.CampaignStopped:
+        reason = stop_reason(ctx, state) or "stopped"
     return summarise(state, reason)

@@ -115,3 +115,28 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, args, message):
     result = runner.invoke(app, ["lake", *(a.format(root=root, missing=str(tmp_path / "nope")) for a in args)])
     assert result.exit_code == 2
     assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_import_into_a_fresh_lake_adds_no_second_copy_of_the_seeds(tmp_path):
+    """`lake init` seeds every lake with the backend's api_templates under ids of its own: an export
+    of one lake imported into another fresh one adds its other items, not those seeds again."""
+    strong, fresh, out = str(tmp_path / "strong"), str(tmp_path / "fresh"), tmp_path / "mem.parquet"
+    for root in (strong, fresh):
+        assert cli("init", "--lake", root, "--backend", "cpu").exit_code == 0
+    with Lake.open(strong) as lake:
+        seeds = lake.query("SELECT item_id, title FROM items WHERE kind = 'api_template' ORDER BY item_id").to_pylist()
+        assert seeds, "the cpu backend seeds its lakes"
+        lake.add_items([NewItem("experience", "cpu", "learned", "tile the loop", task_id="L1_1")])
+        lake.update_values([ValueUpdate(seeds[0]["item_id"], 1, 1.0, 0.5, "att-1")])  # a seed it learned about
+    assert cli("export", "--lake", strong, "--out", str(out)).exit_code == 0
+    result = cli("import", str(out), "--lake", fresh)
+    assert result.exit_code == 0, result.output
+    assert f"imported 1 items ({len(seeds)} already present" in result.output
+    with Lake.open(fresh) as lake:
+        mine = lake.query("SELECT item_id, title FROM items WHERE kind = 'api_template' ORDER BY item_id").to_pylist()
+        assert [r["title"] for r in mine] == [r["title"] for r in seeds]  # one copy of each seed
+        assert lake.query("SELECT count(*) AS n FROM items WHERE kind = 'experience'").column("n")[0].as_py() == 1
+        same = next(r["item_id"] for r in mine if r["title"] == seeds[0]["title"])
+        assert lake.current_q([same], 1) == {same: 0.5}  # the seed's learned Q, on this lake's copy
+    again = cli("import", str(out), "--lake", fresh)
+    assert f"imported 0 items ({len(seeds) + 1} already present, 0 Q values)" in again.output
