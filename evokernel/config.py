@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-Method = Literal["evokernel", "pass-at-k", "refinement", "heuristic"]
+Method = Literal["evokernel", "pass-at-k", "refinement", "heuristic", "no-memory"]
 
 
 class ConfigError(ValueError):
@@ -44,6 +44,8 @@ class Settings(BaseSettings):
     retrieval_n: int = Field(5, ge=1)
     retrieval_lambda: int = Field(3, ge=1)
     q_init: float = 0.0
+    # refining retrieves items at least this share of the best candidate's similarity (fewer, not noise)
+    refine_min_relevance: float = Field(0.3, ge=0, le=1)
 
     # LLM calls
     llm_max_retries: int = Field(5, ge=0)

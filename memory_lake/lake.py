@@ -43,7 +43,7 @@ ITEM_CACHE_SIZE = 4096
 # Decoded posting row groups kept in memory: the query terms of a campaign's tasks recur, so most
 # retrievals read no Parquet page at all (about 250 KB per 4,096-posting group: ~260 groups).
 POSTINGS_CACHE_BYTES = 64 * 2**20
-ITEM_COLUMNS = ("item_id", "kind", "title", "body", "code", "task_id", "created_at")
+ITEM_COLUMNS = ("item_id", "kind", "title", "body", "code", "task_id", "created_at", "category", "feasible", "speedup")
 TEMPLATE_COLUMNS = ("item_id", "kind", "backend")
 
 
@@ -228,6 +228,14 @@ class Lake(LakeReads):
                                         "explored": r.explored, "strategy": r.strategy} for r in shown])
         return shown
 
+    def template_items(self, backend: str) -> tuple[RetrievedItem, ...]:
+        """The backend's api_template items with their text, in load order (from retrieval's caches)."""
+        with self._guard:
+            files = self._refresh()
+            probe = RetrievalRequest(attempt_id="", task_id=None, task_text="", category=None, backend=backend,
+                                     stage=1, n=0)
+            return self._materialise(files, self._templates(files, probe))
+
     def _refresh(self) -> Files:
         """The data files of the latest snapshot; current Qs caught up if value_updates changed."""
         files = engine_retrying(lambda: self._state.refresh(self._con), self._con)
@@ -255,10 +263,14 @@ class Lake(LakeReads):
     def _pool_choices(self, files: Files, req: RetrievalRequest) -> list[retrieval.Choice]:
         kinds = retrieval.pool_kinds(req, ITEM_KINDS)
         ctx = retrieval.ScoringContext(self._con, files, self._reader, self._scratch)
-        pool = self.scorer.pool(ctx, req, kinds, req.pool_size)
+        pool = self.scorer.pool(ctx, req, kinds, req.pool_size * req.overfetch)
         q = self._q.get([c.item_id for c in pool], req.stage)
         pool = [retrieval.Candidate(c.item_id, c.similarity, q[c.item_id]) for c in pool]
-        return retrieval.choose(pool, req)
+        if retrieval.filters(req):  # the request's relevance rules read each pool item's facts
+            rows = self._item_rows(files, [c.item_id for c in pool])
+            facts = {i: retrieval.ItemFacts(r[1], r[7], r[8], r[9]) for i, r in rows.items()}
+            pool = retrieval.eligible(pool, req, facts)
+        return retrieval.choose(pool[: req.pool_size], req)
 
     def _materialise(self, files: Files, chosen: list[retrieval.Choice]) -> tuple[RetrievedItem, ...]:
         ids = [c.candidate.item_id for c in chosen]
@@ -267,7 +279,7 @@ class Lake(LakeReads):
         rows = self._item_rows(files, ids)
         out = []
         for rank, choice in enumerate(c for c in chosen if c.candidate.item_id in rows):
-            item_id, kind, title, body, code, task_id, _ = rows[choice.candidate.item_id]
+            item_id, kind, title, body, code, task_id = rows[choice.candidate.item_id][:6]
             out.append(RetrievedItem(item_id=item_id, kind=kind, title=title or "", body=body or "", code=code or "",
                                      task_id=task_id, rank=rank, similarity=choice.candidate.similarity,
                                      q_value=choice.candidate.q, explored=choice.explored, strategy=choice.strategy))
