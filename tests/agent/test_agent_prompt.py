@@ -116,3 +116,28 @@ def test_the_preview_is_the_request_the_campaign_step_sends(lake_with_kernels, t
         assert lake.query("SELECT count(*) AS n FROM retrievals").to_pylist()[0]["n"] == len(sent.context)
     finally:
         lake.close()
+
+
+def test_no_slot_goes_to_what_the_prompt_already_shows(tmp_path, tiny_build):
+    """A lake seeded before (with the scaffold's own text as templates) and holding repeats: a draft's
+    slots go to items that add something; templates beyond the scaffold compete like any item."""
+    task = tiny_build.runnable()[0]
+    lake = Lake.create(tmp_path / "lake", "cpu", seed_items=CpuBackend().seed_items())  # as older lakes were
+    lake.add_items([
+        NewItem(kind="api_template", backend="cpu", category="activation", item_id="tpl-simd", title="relu with simd",
+                body="relu activation: `#pragma omp parallel for simd` over the flat array; no branches."),
+        NewItem(kind="experience", backend="cpu", category="activation", item_id="exp-a", title="relu hack",
+                body="relu activation: torch.relu in forward fails the hack gate; write the loop in C."),
+        NewItem(kind="experience", backend="cpu", category="activation", item_id="exp-b", title="relu hack again",
+                body="relu activation: torch.relu in forward fails the hack gate; write the loop in C."),
+    ])
+    seeded = {t.item_id for t in lake.template_items("cpu")} - {"tpl-simd"}
+    lake.close()
+    settings = load_settings(None, build=tiny_build.root, lake=tmp_path / "lake", epsilon=0.0)
+    plan = preview_step(settings, task.task_id, stage=1).plan
+    chosen = [item.item_id for item in plan.context]
+    assert "tpl-simd" in chosen and not set(chosen) & seeded  # the scaffold's copies are never candidates
+    assert len({"exp-a", "exp-b"} & set(chosen)) == 1  # two items with the same text: one slot
+    memory = next(s for s in plan.prompt_sections if s.name == "retrieved memory")
+    assert memory.items_collapsed == 0 and memory.items_shown == len(chosen) == 2
+    assert "not repeated" not in plan.request.prompt
