@@ -187,10 +187,11 @@ class Lake(LakeReads):
             return catalog.snapshots(self._con)
 
     # ---- values ------------------------------------------------------------------------
-    def current_q(self, item_ids: Sequence[str], stage: int) -> dict[str, float]:
+    def current_q(self, item_ids: Sequence[str], stage: int, default: float | None = None) -> dict[str, float]:
+        """Current Qs; items never updated at this stage get ``default`` (None: the lake's q_init)."""
         with self._guard:
             self._refresh()
-            return self._q.get(item_ids, stage)
+            return self._q.get(item_ids, stage, default)
 
     def update_values(self, updates: Sequence[ValueUpdate]) -> dict[str, float]:
         """Apply Q <- Q + alpha (r - Q) in order, exactly under concurrency (see values.py); new Qs."""
@@ -257,14 +258,14 @@ class Lake(LakeReads):
         excluded = set(req.exclude_item_ids)
         ids = sorted(i for p in current for i, b in self._templates_by_file[p] if b == req.backend and i not in excluded)
         ids = ids[: req.max_templates] if req.max_templates is not None else ids
-        q = self._q.get(ids, req.stage)
+        q = self._q.get(ids, req.stage, req.q_prior)
         return [retrieval.Choice(retrieval.Candidate(i, 0.0, q[i]), False, "template") for i in ids]
 
     def _pool_choices(self, files: Files, req: RetrievalRequest) -> list[retrieval.Choice]:
         kinds = retrieval.pool_kinds(req, ITEM_KINDS)
         ctx = retrieval.ScoringContext(self._con, files, self._reader, self._scratch)
         pool = self.scorer.pool(ctx, req, kinds, req.pool_size * req.overfetch)
-        q = self._q.get([c.item_id for c in pool], req.stage)
+        q = self._q.get([c.item_id for c in pool], req.stage, req.q_prior)
         pool = [retrieval.Candidate(c.item_id, c.similarity, q[c.item_id]) for c in pool]
         if retrieval.filters(req):  # the request's relevance rules read each pool item's facts
             rows = self._item_rows(files, [c.item_id for c in pool])

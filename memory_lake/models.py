@@ -72,6 +72,7 @@ class RetrievalRequest:
     other_categories_min_q: float | None = None  # items of other categories need a stage Q above this
     overfetch: int = 1  # pool of overfetch * lam * n by similarity before the rules, cut to lam * n after
     spare: int = 0  # choices made after the n, from the same pool (for a caller that may skip some)
+    q_prior: float | None = None  # the Q of an item never updated at this stage (None: the lake's q_init)
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:
@@ -117,6 +118,7 @@ class ValueUpdate:
     alpha: float
     attempt_id: str | None = None
     campaign_id: str | None = None
+    prior: float | None = None  # Q before the item's first update of this stage (None: the lake's q_init)
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:

@@ -67,6 +67,7 @@ def gather_context(ctx: AgentContext, task: TaskSpec, stage: int, attempt_id: st
         lam=ctx.settings.retrieval_lambda, epsilon=ctx.settings.epsilon,
         seed=seed_for(ctx.campaign_id, attempt_id, "retrieve"), strategy=ctx.policy.retrieval,
         kinds=None if stage == 1 else REFINE_KINDS, include_templates=False, exclude_item_ids=excluded,
+        q_prior=ctx.settings.q1_init if stage == 1 else None,
         **({} if stage == 1 else dict(feasible_traces_only=True, min_relevance=ctx.settings.refine_min_relevance,
                                       category_first=True, other_categories_min_q=0.0 if value else None,
                                       overfetch=4)),

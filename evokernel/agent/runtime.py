@@ -72,13 +72,13 @@ def memory_seeds(backend: Backend) -> tuple[SeedItem, ...]:
     return tuple(s for s in backend.seed_items() if not shown.in_scaffold(s.body, s.code or None))
 
 
-def open_lake(uri: str | Path, backend: Backend) -> Lake:
-    """Open the lake (a directory or a ``ducklake:`` URI), or create it seeded with the backend's
-    knowledge beyond its scaffold (:func:`memory_seeds`); when campaign processes race to create it,
-    one does and the others open it."""
+def open_lake(uri: str | Path, backend: Backend, q_init: float = 0.0) -> Lake:
+    """Open the lake (a directory or a ``ducklake:`` URI), or create it (with ``q_init``) seeded with
+    the backend's knowledge beyond its scaffold (:func:`memory_seeds`); when campaign processes race
+    to create it, one does and the others open it."""
     if Lake.exists(uri):
         return Lake.open(uri)
-    return Lake.open_or_create(uri, backend.name, seed_items=memory_seeds(backend))
+    return Lake.open_or_create(uri, backend.name, seed_items=memory_seeds(backend), q_init=q_init)
 
 
 def verify_settings(settings: Settings) -> VerifySettings:
@@ -91,7 +91,7 @@ def open_runtime(settings: Settings, campaign_id: str | None = None) -> Runtime:
     build = load_build(settings.build)
     backend = get_backend(campaign_backend(settings, build))
     llm = make_llm(settings.llm, settings)
-    lake = open_lake(settings.lake, backend)
+    lake = open_lake(settings.lake, backend, settings.q_init)
     campaign_id = campaign_id or default_campaign_id(settings.method, llm.model)
     _check_resumable(lake, campaign_id, build, settings, llm.model)
     ctx = agent_context(settings, backend, lake, llm.model, campaign_id)

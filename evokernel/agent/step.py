@@ -149,7 +149,8 @@ def _apply_value_updates(ctx: AgentContext, row: dict) -> None:
     targets = retrieved + ([row["start_point_item_id"]] if stage == 2 and row["start_point_item_id"] else [])
     updates = [
         ValueUpdate(item_id=item_id, stage=stage, reward=reward, alpha=ctx.settings.alpha,
-                    attempt_id=attempt_id, campaign_id=row["campaign_id"])
+                    attempt_id=attempt_id, campaign_id=row["campaign_id"],
+                    prior=ctx.settings.q1_init if stage == 1 else None)
         for item_id in dict.fromkeys(targets) if (item_id, stage) not in done
     ]
     if updates:

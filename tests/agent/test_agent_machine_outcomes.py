@@ -20,7 +20,7 @@ from evokernel.agent.verification import verify_candidate
 from evokernel.config import load_settings
 from memory_lake import NewItem
 
-FAST = dict(latency_rounds=5, correctness_trials=5, verify_threads=2, alpha=0.5, epsilon=0.0, q_init=0.0)
+FAST = dict(latency_rounds=5, correctness_trials=5, verify_threads=2, alpha=0.5, epsilon=0.0, q_init=0.0, q1_init=0.0)
 MISSING = "cpu-toolchain-missing"  # a backend this machine does not have
 
 

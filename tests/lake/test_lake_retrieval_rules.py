@@ -93,3 +93,20 @@ def test_bad_rule_values_are_one_line_errors():
 
     with pytest.raises(LakeError, match="min_relevance"):
         RetrievalRequest("x", "t", "q", None, "cpu", 2, min_relevance=1.5)
+
+
+def test_a_stage_prior_is_the_q_of_items_never_updated(lake_factory):
+    lake = Lake.create(lake_factory.new(), "cpu")  # q_init 0
+    try:
+        lake.add_items([NewItem(kind="experience", backend="cpu", category="activation", item_id=i, title=i,
+                                body=f"gelu activation tip {i}") for i in ("tried", "untried")])
+        rows = lake.update_values([ValueUpdate("tried", 1, 1.0, 0.1, prior=-1.0)])
+        assert rows == {"tried": pytest.approx(-0.8)}  # from the prior, not from q_init
+        first = lake.query("SELECT q_before FROM value_updates").to_pylist()
+        assert first == [{"q_before": -1.0}]
+        assert lake.current_q(["tried", "untried"], 1, -1.0) == {"tried": pytest.approx(-0.8), "untried": -1.0}
+        assert lake.current_q(["untried"], 1) == {"untried": 0.0}  # without a prior: the lake's q_init
+        got = lake.retrieve(req(stage=1, kinds=None, n=2, lam=1, q_prior=-1.0), record=False)
+        assert [(r.item_id, r.q_value) for r in got] == [("tried", pytest.approx(-0.8)), ("untried", -1.0)]
+    finally:
+        lake.close()
