@@ -48,3 +48,22 @@ def paired_diff_ci(a: Sequence[float | None], b: Sequence[float | None], level: 
     """The mean of a - b over the units where both have a value, with its bootstrap CI."""
     diffs = [x - y for x, y in zip(a, b) if x is not None and y is not None and not np.isnan(x) and not np.isnan(y)]
     return mean_ci(diffs, level, resamples, seed)
+
+
+def ratio_ci(numerators: Sequence[float], denominators: Sequence[float], level: float = 0.95,
+             resamples: int = RESAMPLES, seed: int = 0) -> Interval:
+    """sum(numerators) / sum(denominators) over units (e.g. tokens per correct kernel over tasks),
+    with a bootstrap CI resampling units; None where the denominators sum to 0."""
+    num, den = np.asarray(numerators, dtype=float), np.asarray(denominators, dtype=float)
+    if num.size == 0 or den.sum() <= 0:
+        return Interval(None, None, None, int(num.size))
+    value = float(num.sum() / den.sum())
+    if num.size == 1:
+        return Interval(value, None, None, 1)
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, num.size, size=(resamples, num.size))
+    sums = den[picks].sum(axis=1)
+    ratios = num[picks].sum(axis=1)[sums > 0] / sums[sums > 0]
+    tail = (1.0 - level) / 2 * 100
+    low, high = np.percentile(ratios, [tail, 100 - tail]) if ratios.size else (None, None)
+    return Interval(value, None if low is None else float(low), None if high is None else float(high), int(num.size))

@@ -92,7 +92,13 @@ def main() -> int:
                  "no attribution (machine outcomes scored -1)": replace(base, attribute=False),
                  "raw refining rewards (no normalisation)": replace(base, normalise=False)}
     ablation_runs = {name: run_seeds(WORLDS["reference"], config, seeds) for name, config in ablations.items()}
-    md += ["## Ablations (reference world, value-driven)", "", *outcomes_table(ablation_runs), ""]
+    md += ["## Ablations (reference world, value-driven)", "", *outcomes_table(ablation_runs), "",
+           "Each ablation minus the defaults, paired by seed:", "",
+           "| ablation | " + " | ".join(LABELS[o] for o in OUTCOMES) + " |", "|---" * (len(OUTCOMES) + 1) + "|"]
+    for name, r in list(ablation_runs.items())[1:]:
+        diff = margins(r, ablation_runs["defaults"])
+        md.append(f"| {name} | " + " | ".join(diff[o].text("{:+.3f}") for o in OUTCOMES) + " |")
+    md.append("")
     data["ablations"] = {k: {o: asdict(r.interval(o)) for o in OUTCOMES} for k, r in ablation_runs.items()}
     if not args.quick:
         md += ["## Sweep: feasible drafts / drafts, one setting at a time around the defaults", ""]

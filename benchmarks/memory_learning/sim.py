@@ -48,7 +48,6 @@ class SimConfig:
     q1_init: float = -1.0  # the Q1 of an item never used in a draft (the agent's q1_init setting)
     attribute: bool = True
     normalise: bool = True
-    draft_center: bool = False  # drafting rewards minus the campaign's running mean of them (experiment)
     record_every: int = 20  # steps between two points of the Q curves
 
 
@@ -144,7 +143,7 @@ FAILED = _verdict((True, True, False))
 def run(world: World, config: SimConfig, seed: int, memory: Memory | None = None) -> RunResult:
     """One simulated campaign over the world's tasks (see the module docstring)."""
     memory = memory or InMemory(priors(config))
-    rng, result, stats, draft_stats = random.Random(seed), RunResult(), RunningStats(), RunningStats()
+    rng, result, stats = random.Random(seed), RunResult(), RunningStats()
     learns = config.strategy == "value"
     for task in world.tasks:
         pool = sorted((Candidate(i.item_id, world.similarity(i, task)) for i in world.items),
@@ -167,9 +166,6 @@ def run(world: World, config: SimConfig, seed: int, memory: Memory | None = None
             if learns and reward is not None:
                 if stage == 1 and rng.random() < world.params.flip:
                     reward = -reward  # a noisy reward: the learning signal lies, the outcome does not
-                if stage == 1 and config.draft_center:
-                    draft_stats = draft_stats.add(reward)
-                    reward = reward - draft_stats.mean
                 memory.update(context, stage, reward, config.alpha)
             if speed is not None:
                 first = first if first is not None else iteration
