@@ -67,7 +67,7 @@ class RetrievalRequest:
     max_templates: int | None = None  # api_templates added in drafting (None = all of the backend)
     # relevance rules (retrieval.eligible); the defaults apply none
     feasible_traces_only: bool = False  # traces only when feasible and timed (optimisation traces)
-    min_relevance: float = 0.0  # keep pool items with similarity >= this share of the pool's best
+    min_relevance: float = 0.0  # other categories' items need similarity >= this share of the pool's best
     category_first: bool = False  # fill the slots from the task's category first
     other_categories_min_q: float | None = None  # items of other categories need a stage Q above this
     overfetch: int = 1  # pool of overfetch * lam * n by similarity before the rules, cut to lam * n after

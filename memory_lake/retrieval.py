@@ -10,9 +10,10 @@
 
 Between 1 and 2, :func:`eligible` applies the request's relevance rules (refining uses them, so a
 refine prompt gets fewer items rather than noise): only optimisation traces (feasible, with a
-measured speedup) among traces; a relevance floor relative to the pool's best similarity; items of
-other op categories only with Q above a bound. ``category_first`` fills the slots from the task's
-category before the others.
+measured speedup) among traces; items of other op categories only with Q above a bound and a
+similarity of at least ``min_relevance`` of the pool's best (an item of the task's own category is
+relevant by its category: BM25 over a task's source matches boilerplate as readily as substance).
+``category_first`` fills the slots from the task's category before the others.
 Randomness comes only from ``random.Random(seed)``: the same lake and request give the same result.
 """
 
@@ -224,10 +225,11 @@ def eligible(pool: list[Candidate], req: RetrievalRequest, facts: dict[str, Item
     kept = []
     for c in admitted:
         fact = facts[c.item_id]
-        if req.min_relevance > 0 and c.similarity < req.min_relevance * top:
-            continue
-        other = req.category is not None and fact.category != req.category
-        if other and req.other_categories_min_q is not None and not c.q > req.other_categories_min_q:
+        other = req.category is None or fact.category != req.category
+        if other and req.min_relevance > 0 and c.similarity < req.min_relevance * top:
+            continue  # the task's own category is relevant by itself; text overlap alone is weak evidence
+        if other and req.category is not None and req.other_categories_min_q is not None \
+                and not c.q > req.other_categories_min_q:
             continue
         kept.append(Candidate(c.item_id, c.similarity, c.q, fact.category))
     return kept

@@ -5,7 +5,7 @@ always in the prompt (it keeps the candidate contract), so a template whose text
 already shows is never a candidate, and any other template competes for a slot like any item (the
 paper's cold start). Refining shows the start point and its children, and retrieves what can make
 this kernel faster: optimisation traces (feasible and timed) and best practices, this task's op
-category first, then other categories' items only with a positive Q2 (value-driven methods), all
+category first, then other categories' items only with a positive Q2 (value-driven methods) and
 above a relevance floor (``refine_min_relevance`` of the best candidate's similarity), so a refine
 prompt gets fewer items rather than noise.
 
@@ -35,16 +35,19 @@ REFINE_KINDS = ("trace", "best_practice")
 
 
 def choose_start_point(ctx: AgentContext, state: TaskState, attempt_id: str) -> StartPoint:
-    """evokernel: epsilon-greedy by Q2 (ties to the faster kernel); baselines: the fastest kernel."""
+    """evokernel: epsilon-greedy by Q2 (ties to the faster kernel); baselines: the fastest kernel.
+    Faster = the higher paired speedup (as the incumbent), then the lower latency for kernels
+    without one: raw latencies of two verifications follow the machine's load."""
     points = state.start_points
-    by_latency = sorted(points, key=lambda p: (p.latency_ms is None, p.latency_ms or 0.0, p.iteration))
+    fastest = sorted(points, key=lambda p: (p.speedup is None, -(p.speedup or 0.0), p.latency_ms is None,
+                                            p.latency_ms or 0.0, p.iteration))
     if ctx.policy.start_point != "q2" or len(points) == 1:
-        return by_latency[0]
+        return fastest[0]
     rng = random.Random(seed_for(ctx.campaign_id, attempt_id, "start"))
     if rng.random() < ctx.settings.epsilon:
         return rng.choice(points)
     q2 = ctx.lake.current_q([p.item_id for p in points], 2)
-    return max(by_latency, key=lambda p: q2.get(p.item_id, ctx.settings.q_init))
+    return max(fastest, key=lambda p: q2.get(p.item_id, ctx.settings.q_init))
 
 
 def gather_context(ctx: AgentContext, task: TaskSpec, stage: int, attempt_id: str, record: bool = True,

@@ -82,7 +82,11 @@ def test_a_refine_prompt_shows_each_kernel_once_and_writes_nothing(lake_with_ker
     assert code == 0, out
     assert "refining the task's 3 feasible kernel(s) in the lake" in out
     assert out.count("# kernel A") == 1 and out.count("# kernel B") == 1
-    assert "iteration 1: feasible, 0.50 ms (Q = +0.00): same code as the start point; not repeated." in out
+    # the start point is the highest paired speedup (t2, 2.2x), not the lowest raw latency (t0, 0.4 ms);
+    # t0 is an optimisation trace of the task (retrieved, its code shown once); t1 (kernel A again,
+    # never timed) and o1 (untimed) are no optimisation traces: no slot goes to them
+    assert "0.45 ms, 2.20x vs reference**" in out  # the start point
+    assert "iteration 0: feasible, 0.40 ms" in out and "iteration 1: feasible" not in out
     # the incumbent is the highest paired speedup (t2, timed under more load), not the lowest latency (t0)
     assert ("The best correct kernel so far runs 2.2x as fast as the reference, timed side by side with it "
             "(0.45 ms in that run); beat that speedup.") in out
@@ -106,8 +110,9 @@ def test_the_preview_is_the_request_the_campaign_step_sends(lake_with_kernels, t
     lake = open_lake(lake_root, CpuBackend())
     try:
         ctx = agent_context(settings, CpuBackend(), lake, settings.llm, "prompt-preview")
-        points = tuple(StartPoint(i, KERNEL.format(tag=t), ms, s, n) for n, (i, t, ms, s) in
-                       enumerate((("t0", "A", 0.4, 2.0), ("t1", "A", 0.5, None), ("t2", "B", 0.45, 2.2))))
+        # iteration 0 each: the lake's kernels were written without attempts (as the preview reads them)
+        points = tuple(StartPoint(i, KERNEL.format(tag=t), ms, s, 0) for i, t, ms, s in
+                       (("t0", "A", 0.4, 2.0), ("t1", "A", 0.5, None), ("t2", "B", 0.45, 2.2)))
         state = TaskState(task.task_id, iterations_done=3, start_points=points, best_ms=0.45, best_item_id="t2",
                           best=PairedSpeedup(2.2, 2.2, 2.2), first_feasible_iteration=0,
                           last_feedback="all gates passed")

@@ -79,10 +79,11 @@ def test_eligible_and_choose_on_plain_candidates():
     rules = RetrievalRequest("x", "t", "q", "act", "cpu", 2, n=3, feasible_traces_only=True, min_relevance=0.2,
                              category_first=True, other_categories_min_q=0.0)
     kept = eligible(pool, rules, facts)
-    # b: failed trace; d: below the floor (2 < 0.2 * 8, the best admitted) ; e: floor too
-    assert [c.item_id for c in kept] == ["a", "c"] and [c.category for c in kept] == ["act", "norm"]
+    # b: a failed trace; d: another category below the floor (2 < 0.2 * 8, the best admitted); e: of the
+    # task's category, relevant by it whatever its text overlap
+    assert [c.item_id for c in kept] == ["a", "c", "e"] and [c.category for c in kept] == ["act", "norm", "act"]
     picked = choose(kept, rules)
-    assert [c.candidate.item_id for c in picked] == ["a", "c"]  # the task's category first despite lower Q
+    assert [c.candidate.item_id for c in picked] == ["a", "e", "c"]  # the task's category first despite lower Q
     spare = choose([Candidate(i, 1.0, q) for i, q in (("p", 0.3), ("q", 0.2), ("r", 0.1))],
                    RetrievalRequest("x", "t", "q", None, "cpu", 1, n=1, epsilon=0.0, spare=1))
     assert [c.candidate.item_id for c in spare] == ["p", "q"]
