@@ -20,7 +20,7 @@ def register(app: typer.Typer) -> None:
         lake: str = typer.Option(..., "--lake", help="memory lake directory (created if missing), or "
                                  "ducklake:postgres:<libpq conninfo>"),
         llm: str = typer.Option(..., "--llm", help="openai:MODEL | anthropic:MODEL | openai-compatible:MODEL@URL | scripted:FILE"),
-        method: str = typer.Option("evokernel", "--method", help="evokernel | pass-at-k | refinement | heuristic"),
+        method: str = typer.Option("evokernel", "--method", help="evokernel | pass-at-k | refinement | heuristic | no-memory"),
         budget: int = typer.Option(30, "--budget", help="iterations per task, shared by drafting and refining"),
         tasks: Optional[List[str]] = typer.Option(None, "--tasks", help="task ids (repeatable or comma-separated); default: all runnable"),
         campaign_id: Optional[str] = typer.Option(None, "--campaign-id", help="resume this campaign, or name a new one"),

@@ -35,7 +35,9 @@ def _seed_items(backend: str) -> tuple:
         found = get_backend(backend)  # KeyError: unknown name, reported by the caller
     except ImportError:  # a registered backend whose module is not importable here: no seeds
         return ()
-    return tuple(found.seed_items())
+    from evokernel.agent.runtime import memory_seeds
+
+    return memory_seeds(found)
 
 
 def register(app: typer.Typer) -> None:

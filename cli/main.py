@@ -28,6 +28,7 @@ COMMAND_MODULES = (
     "lake_cmd",
     "backends_cmd",
     "campaign_cmd",
+    "experiment_cmd",
     "demo_cmd",
     "toolchain_cmd",
     "prompt_cmd",

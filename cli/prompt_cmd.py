@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
         lake: Path = typer.Option(..., "--lake", help="memory lake directory (read only; need not exist)"),
         stage: Optional[int] = typer.Option(None, "--stage", help="1 drafting | 2 refining (default: 1, or the campaign's)"),
         campaign_id: Optional[str] = typer.Option(None, "--campaign-id", help="show this campaign's next step on the task"),
-        method: Optional[str] = typer.Option(None, "--method", help="evokernel | pass-at-k | refinement | heuristic"),
+        method: Optional[str] = typer.Option(None, "--method", help="evokernel | pass-at-k | refinement | heuristic | no-memory"),
         sizes_only: bool = typer.Option(False, "--sizes-only", help="print the section sizes without the prompt"),
         config_file: Optional[Path] = typer.Option(None, "--config", help="TOML settings file"),
     ) -> None:

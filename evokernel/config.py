@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import Field, ValidationError, ValidationInfo, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-Method = Literal["evokernel", "pass-at-k", "refinement", "heuristic"]
+Method = Literal["evokernel", "pass-at-k", "refinement", "heuristic", "no-memory"]
 
 
 class ConfigError(ValueError):
@@ -38,12 +38,16 @@ class Settings(BaseSettings):
     max_tokens_per_task: int = Field(2_000_000, ge=1)
     max_seconds_per_task: float = Field(3600.0, gt=0)
 
-    # value-driven retrieval (paper: K = lambda * N; MemRL defaults for alpha, epsilon, Q init)
-    alpha: float = Field(0.3, gt=0, le=1)
+    # value-driven retrieval (paper: K = lambda * N); defaults chosen with the learning simulation
+    # (benchmarks/memory_learning; README "How the memory learns")
+    alpha: float = Field(0.1, gt=0, le=1)
     epsilon: float = Field(0.1, ge=0, le=1)
     retrieval_n: int = Field(5, ge=1)
     retrieval_lambda: int = Field(3, ge=1)
-    q_init: float = 0.0
+    q_init: float = 0.0  # the lake's initial Q: Q2 of an item never used in a refinement
+    q1_init: float = Field(-1.0, ge=-1, le=1)  # Q1 of an item never used in a draft: assumed of no help
+    # refining retrieves items at least this share of the best candidate's similarity (fewer, not noise)
+    refine_min_relevance: float = Field(0.3, ge=0, le=1)
 
     # LLM calls
     llm_max_retries: int = Field(5, ge=0)

@@ -44,7 +44,7 @@ ITEM_CACHE_SIZE = 4096
 # Decoded posting row groups kept in memory: the query terms of a campaign's tasks recur, so most
 # retrievals read no Parquet page at all (about 250 KB per 4,096-posting group: ~260 groups).
 POSTINGS_CACHE_BYTES = 64 * 2**20
-ITEM_COLUMNS = ("item_id", "kind", "title", "body", "code", "task_id", "created_at")
+ITEM_COLUMNS = ("item_id", "kind", "title", "body", "code", "task_id", "created_at", "category", "feasible", "speedup")
 TEMPLATE_COLUMNS = ("item_id", "kind", "backend")
 
 
@@ -189,10 +189,11 @@ class Lake(LakeReads):
             return catalog.snapshots(self._con)
 
     # ---- values ------------------------------------------------------------------------
-    def current_q(self, item_ids: Sequence[str], stage: int) -> dict[str, float]:
+    def current_q(self, item_ids: Sequence[str], stage: int, default: float | None = None) -> dict[str, float]:
+        """Current Qs; items never updated at this stage get ``default`` (None: the lake's q_init)."""
         with self._guard:
             self._refresh()
-            return self._q.get(item_ids, stage)
+            return self._q.get(item_ids, stage, default)
 
     def update_values(self, updates: Sequence[ValueUpdate]) -> dict[str, float]:
         """Apply Q <- Q + alpha (r - Q) in order, exactly under concurrency (see values.py); new Qs."""
@@ -230,6 +231,14 @@ class Lake(LakeReads):
                                         "explored": r.explored, "strategy": r.strategy} for r in shown])
         return shown
 
+    def template_items(self, backend: str) -> tuple[RetrievedItem, ...]:
+        """The backend's api_template items with their text, in load order (from retrieval's caches)."""
+        with self._guard:
+            files = self._refresh()
+            probe = RetrievalRequest(attempt_id="", task_id=None, task_text="", category=None, backend=backend,
+                                     stage=1, n=0)
+            return self._materialise(files, self._templates(files, probe))
+
     def _refresh(self) -> Files:
         """The data files of the latest snapshot; current Qs caught up if value_updates changed."""
         files = engine_retrying(lambda: self._state.refresh(self._con), self._con)
@@ -251,16 +260,20 @@ class Lake(LakeReads):
         excluded = set(req.exclude_item_ids)
         ids = sorted(i for p in current for i, b in self._templates_by_file[p] if b == req.backend and i not in excluded)
         ids = ids[: req.max_templates] if req.max_templates is not None else ids
-        q = self._q.get(ids, req.stage)
+        q = self._q.get(ids, req.stage, req.q_prior)
         return [retrieval.Choice(retrieval.Candidate(i, 0.0, q[i]), False, "template") for i in ids]
 
     def _pool_choices(self, files: Files, req: RetrievalRequest) -> list[retrieval.Choice]:
         kinds = retrieval.pool_kinds(req, ITEM_KINDS)
         ctx = retrieval.ScoringContext(self._con, files, self._reader, self._scratch)
-        pool = self.scorer.pool(ctx, req, kinds, req.pool_size)
-        q = self._q.get([c.item_id for c in pool], req.stage)
+        pool = self.scorer.pool(ctx, req, kinds, req.pool_size * req.overfetch)
+        q = self._q.get([c.item_id for c in pool], req.stage, req.q_prior)
         pool = [retrieval.Candidate(c.item_id, c.similarity, q[c.item_id]) for c in pool]
-        return retrieval.choose(pool, req)
+        if retrieval.filters(req):  # the request's relevance rules read each pool item's facts
+            rows = self._item_rows(files, [c.item_id for c in pool])
+            facts = {i: retrieval.ItemFacts(r[1], r[7], r[8], r[9]) for i, r in rows.items()}
+            pool = retrieval.eligible(pool, req, facts)
+        return retrieval.choose(pool[: req.pool_size], req)
 
     def _materialise(self, files: Files, chosen: list[retrieval.Choice]) -> tuple[RetrievedItem, ...]:
         ids = [c.candidate.item_id for c in chosen]
@@ -269,7 +282,7 @@ class Lake(LakeReads):
         rows = self._item_rows(files, ids)
         out = []
         for rank, choice in enumerate(c for c in chosen if c.candidate.item_id in rows):
-            item_id, kind, title, body, code, task_id, _ = rows[choice.candidate.item_id]
+            item_id, kind, title, body, code, task_id = rows[choice.candidate.item_id][:6]
             out.append(RetrievedItem(item_id=item_id, kind=kind, title=title or "", body=body or "", code=code or "",
                                      task_id=task_id, rank=rank, similarity=choice.candidate.similarity,
                                      q_value=choice.candidate.q, explored=choice.explored, strategy=choice.strategy))

@@ -66,12 +66,23 @@ class RetrievalRequest:
     include_templates: bool = True
     exclude_item_ids: tuple[str, ...] = ()
     max_templates: int | None = None  # api_templates added in drafting (None = all of the backend)
+    # relevance rules (retrieval.eligible); the defaults apply none
+    feasible_traces_only: bool = False  # traces only when feasible and timed (optimisation traces)
+    min_relevance: float = 0.0  # other categories' items need similarity >= this share of the pool's best
+    category_first: bool = False  # fill the slots from the task's category first
+    other_categories_min_q: float | None = None  # items of other categories need a stage Q above this
+    overfetch: int = 1  # pool of overfetch * lam * n by similarity before the rules, cut to lam * n after
+    spare: int = 0  # choices made after the n, from the same pool (for a caller that may skip some)
+    q_prior: float | None = None  # the Q of an item never updated at this stage (None: the lake's q_init)
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:
             raise LakeError(f"retrieval: stage: {self.stage!r} is not 1 or 2")
         if self.n < 0 or self.lam < 1:
             raise LakeError(f"retrieval: n={self.n}, lam={self.lam}: need n >= 0 and lam >= 1")
+        if not 0.0 <= self.min_relevance <= 1.0 or self.overfetch < 1 or self.spare < 0:
+            raise LakeError(f"retrieval: min_relevance={self.min_relevance}, overfetch={self.overfetch}: need "
+                            "0 <= min_relevance <= 1, overfetch >= 1, spare >= 0")
         if not 0.0 <= self.epsilon <= 1.0:
             raise LakeError(f"retrieval: epsilon: {self.epsilon} is outside [0, 1]")
         if self.strategy not in ("value", "heuristic"):
@@ -108,6 +119,7 @@ class ValueUpdate:
     alpha: float
     attempt_id: str | None = None
     campaign_id: str | None = None
+    prior: float | None = None  # Q before the item's first update of this stage (None: the lake's q_init)
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:

@@ -82,6 +82,9 @@ class TaskAttempt:
     reward_normalized: float | None
     feedback: str | None
     code: str | None
+    gates_json: str | None
+    outcome_owner: str | None  # candidate | machine (null: written before attribution was recorded)
+    machine_reason: str | None
     tokens: int | None
     seconds: float | None
     trace_item_id: str | None

@@ -5,7 +5,15 @@
 2. n items chosen from the pool: ``value`` = epsilon-greedy by the stage's Q (each slot: with
    probability epsilon a uniform draw from the rest of the pool, else the highest Q, ties by
    similarity then item id), ``heuristic`` = the n most similar (the paper's ablation);
-3. in drafting (stage 1) the active backend's api_templates are added in front.
+3. in drafting (stage 1) the active backend's api_templates are added in front, unless the request
+   says ``include_templates=False`` (the agent's: templates then compete in the pool like any item).
+
+Between 1 and 2, :func:`eligible` applies the request's relevance rules (refining uses them, so a
+refine prompt gets fewer items rather than noise): only optimisation traces (feasible, with a
+measured speedup) among traces; items of other op categories only with Q above a bound and a
+similarity of at least ``min_relevance`` of the pool's best (an item of the task's own category is
+relevant by its category: BM25 over a task's source matches boilerplate as readily as substance).
+``category_first`` fills the slots from the task's category before the others.
 Randomness comes only from ``random.Random(seed)``: the same lake and request give the same result.
 """
 
@@ -32,6 +40,22 @@ class Candidate:
     item_id: str
     similarity: float
     q: float = 0.0
+    category: str | None = None  # the item's op category (set where the request's rules need it)
+
+
+@dataclass(frozen=True)
+class ItemFacts:
+    """What the relevance rules read of a pool item (from its items row)."""
+
+    kind: str
+    category: str | None
+    feasible: bool | None
+    speedup: float | None
+
+    @property
+    def optimisation_trace(self) -> bool:
+        """A trace that can teach speed: its kernel passed every feasibility gate and was timed."""
+        return self.kind == "trace" and bool(self.feasible) and self.speedup is not None and self.speedup > 0
 
 
 @dataclass(frozen=True)
@@ -186,12 +210,48 @@ def _term_df(ctx: ScoringContext, path: str) -> dict[str, int]:
     return dict(rel.fetchall())
 
 
+def filters(req: RetrievalRequest) -> bool:
+    """Whether the request has relevance rules that need the pool items' facts."""
+    return req.feasible_traces_only or req.min_relevance > 0 or req.category_first \
+        or req.other_categories_min_q is not None
+
+
+def eligible(pool: list[Candidate], req: RetrievalRequest, facts: dict[str, ItemFacts]) -> list[Candidate]:
+    """The pool items the request's relevance rules admit, with their categories (see module doc).
+    The floor is relative to the best similarity among the items of admitted kinds."""
+    admitted = [c for c in pool if (fact := facts.get(c.item_id)) is not None
+                and not (req.feasible_traces_only and fact.kind == "trace" and not fact.optimisation_trace)]
+    top = max((c.similarity for c in admitted), default=0.0)
+    kept = []
+    for c in admitted:
+        fact = facts[c.item_id]
+        other = req.category is None or fact.category != req.category
+        if other and req.min_relevance > 0 and c.similarity < req.min_relevance * top:
+            continue  # the task's own category is relevant by itself; text overlap alone is weak evidence
+        if other and req.category is not None and req.other_categories_min_q is not None \
+                and not c.q > req.other_categories_min_q:
+            continue
+        kept.append(Candidate(c.item_id, c.similarity, c.q, fact.category))
+    return kept
+
+
 def choose(pool: list[Candidate], req: RetrievalRequest) -> list[Choice]:
-    """Pick req.n items from the pool with the request's strategy (seeded, reproducible)."""
-    if req.strategy == "heuristic":
-        ranked = sorted(pool, key=lambda c: (-c.similarity, c.item_id))
-        return [Choice(c, False, "heuristic") for c in ranked[: req.n]]
-    return epsilon_greedy(pool, req.n, req.epsilon, random.Random(req.seed))
+    """Pick req.n (+ req.spare) items from the pool with the request's strategy (seeded,
+    reproducible); with ``category_first``, from the task's category first, then from the others."""
+    tiers = [pool]
+    if req.category_first and req.category is not None:
+        tiers = [[c for c in pool if c.category == req.category], [c for c in pool if c.category != req.category]]
+    rng, chosen = random.Random(req.seed), []
+    for tier in tiers:
+        left = req.n + req.spare - len(chosen)
+        if left <= 0:
+            break
+        if req.strategy == "heuristic":
+            ranked = sorted(tier, key=lambda c: (-c.similarity, c.item_id))
+            chosen += [Choice(c, False, "heuristic") for c in ranked[:left]]
+        else:
+            chosen += epsilon_greedy(tier, left, req.epsilon, rng)
+    return chosen
 
 
 def epsilon_greedy(pool: list[Candidate], n: int, epsilon: float, rng: random.Random) -> list[Choice]:

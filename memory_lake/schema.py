@@ -42,7 +42,7 @@ ATTEMPTS = pa.schema([
     ("category", pa.string()),
     ("stage", pa.int8()),
     ("iteration", pa.int32()),  # 0-based index within the task's budget
-    ("method", pa.string()),  # evokernel | pass-at-k | refinement | heuristic
+    ("method", pa.string()),  # evokernel | pass-at-k | refinement | heuristic | no-memory
     ("model", pa.string()),
     ("backend", pa.string()),
     ("start_point_item_id", pa.string()),  # refining: the trace item refined
@@ -81,6 +81,15 @@ ATTEMPTS = pa.schema([
     ("verify_seconds", pa.float64()),
     ("created_at", TS),
     ("tokens_estimated", pa.bool_()),  # the server reported no usage: token counts (and cost) are len//4 estimates
+    # attribution and the value update explained (evokernel/agent/attribution.py, scoring.py); null in older rows
+    ("outcome_owner", pa.string()),  # candidate | machine (machine: no reward, no value update; null = candidate)
+    ("machine_reason", pa.string()),  # the machine's outcome: why (infrastructure error, "<gate> unavailable here: ...")
+    ("reward_applied", pa.float64()),  # the reward the Q updates of this attempt used (value_updates.reward); null: none
+    ("incumbent_speedup", pa.float64()),  # refining: the best paired speedup before this step (b in tanh(log s/b))
+    ("reward_norm_mean", pa.float64()),  # refining: the normaliser's running mean and std, this reward included
+    ("reward_norm_std", pa.float64()),
+    ("reward_norm_count", pa.int64()),  # refining rewards of the campaign the normaliser has seen, this one included
+    ("reward_rule", pa.string()),  # the reward's derivation in words and numbers
 ])
 
 RETRIEVALS = pa.schema([

@@ -12,7 +12,8 @@ back and runs again from the start, now reading the winner's Qs. Hence:
 
 * no lost update: a committed update was computed from every update committed before it;
 * one total order: seq is gapless and follows commit order (one sequence for the whole lake,
-  so also one per (item, stage)); q_before of each row is q_after of the row before it;
+  so also one per (item, stage)); q_before of each row is q_after of the row before it (of an
+  item's first row of a stage: the update's ``prior``, else the lake's q_init);
 * nothing to leak: no lock is held outside the transaction, so a writer killed at any point
   leaves either its whole transaction or nothing, and no one waits for it. The same holds for
   a SQLite catalog (one machine) and a PostgreSQL catalog (many), data local or on S3.
@@ -37,6 +38,11 @@ from memory_lake.rows import to_table
 from memory_lake.sqlfiles import sql
 
 
+def q_step(q: float, reward: float, alpha: float) -> float:
+    """The update rule (paper Eq. 4): Q <- Q + alpha (r - Q), a constant-step average of rewards."""
+    return q + alpha * (reward - q)
+
+
 def current_q(con: duckdb.DuckDBPyConnection, item_ids: Sequence[str], stage: int,
               q_init: float) -> dict[str, float]:
     """Latest Q per item for one stage, read on ``con`` (items without updates: q_init)."""
@@ -55,11 +61,15 @@ def plan_updates(con: duckdb.DuckDBPyConnection, updates: Sequence[ValueUpdate],
     missing = [i for i in ids if i not in known]
     if missing:
         raise LakeError(f"value_updates: item_id {missing[0]!r} is not in the lake")
-    q = {stage: current_q(con, [u.item_id for u in updates if u.stage == stage], stage, q_init) for stage in (1, 2)}
+    q: dict[int, dict[str, float]] = {}
+    for stage in (1, 2):
+        wanted = list(dict.fromkeys(u.item_id for u in updates if u.stage == stage))
+        q[stage] = dict(con.execute(sql("current_q"), {"stage": stage, "item_ids": wanted}).fetchall()) if wanted else {}
     rows, seq = [], clock
     for update in updates:
-        before = q[update.stage][update.item_id]
-        after = before + update.alpha * (update.reward - before)
+        # an item's first update of a stage starts from the caller's prior for it, else the lake's q_init
+        before = q[update.stage].get(update.item_id, q_init if update.prior is None else update.prior)
+        after = q_step(before, update.reward, update.alpha)
         q[update.stage][update.item_id] = after
         seq += 1
         rows.append({"item_id": update.item_id, "stage": update.stage, "attempt_id": update.attempt_id,
@@ -141,6 +151,8 @@ class QCache:
                 self._q[(item_id, int(stage))] = float(q)
                 self.last_seq = max(self.last_seq, int(seq))
 
-    def get(self, item_ids: Sequence[str], stage: int) -> dict[str, float]:
+    def get(self, item_ids: Sequence[str], stage: int, default: float | None = None) -> dict[str, float]:
+        """Current Qs; items never updated at this stage get ``default`` (None: the lake's q_init)."""
+        fallback = self.q_init if default is None else default
         with self._lock:
-            return {i: self._q.get((i, stage), self.q_init) for i in dict.fromkeys(item_ids)}
+            return {i: self._q.get((i, stage), fallback) for i in dict.fromkeys(item_ids)}

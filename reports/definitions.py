@@ -56,6 +56,14 @@ DEFINITIONS: tuple[MetricDefinition, ...] = (
         "speedup > p. fast_0 = correctness (tasks); for p > 0 the kernel must be feasible and timed.",
         "group_metrics"),
     MetricDefinition(
+        "n_machine_outcomes", "the machine's outcomes",
+        "Attempts whose verification failed for the machine's reasons, not the kernel's (an infrastructure "
+        "error, or a gate this machine cannot run that the stage needs: attempts.outcome_owner = 'machine', "
+        "with attempts.machine_reason). Never rewarded; counted in attempts and LLM calls, left out of the "
+        "per-attempt compile and correctness rates. A campaign whose machine timed no kernel because the "
+        "latency gate cannot run there shows fast_p (p > 0) and speedups as 'not measured on this machine'.",
+        "machine_outcomes"),
+    MetricDefinition(
         "iterations_to_first_feasible_median", "iterations to first feasible",
         "Per task that reached a feasible kernel: its iteration + 1 (attempts used); median and mean over those tasks.",
         "group_metrics"),

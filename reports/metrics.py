@@ -9,13 +9,14 @@ every table and plot of the report.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Sequence
 
 import duckdb
 import polars as pl
 
 from reports.inventory import ensure_views
+from reports.machine import adjust_groups, machine_outcomes
 from reports.sql_files import query
 
 TOP_ITEMS_PER_STAGE = 5
@@ -57,6 +58,7 @@ class Metrics:
     first_solves: pl.DataFrame  # first_solves.sql
     provenance_items: pl.DataFrame  # provenance_items.sql
     roofline: pl.DataFrame  # roofline_points.sql: best kernel per solved task with a roofline position
+    machine_outcomes: pl.DataFrame = field(default_factory=pl.DataFrame)  # reports.machine: not judged, why
 
     @property
     def has_attempts(self) -> bool:
@@ -101,18 +103,20 @@ def compute_metrics(con: duckdb.DuckDBPyConnection, campaign_ids: Sequence[str] 
         con.register(name, frame.to_arrow())
     helpers[SOLVES_VIEW] = query(con, "solve_context", params)  # after outcomes: it reads them
     con.register(SOLVES_VIEW, helpers[SOLVES_VIEW].to_arrow())
+    machine = machine_outcomes(con, scope)
     try:
         return Metrics(
             campaign_ids=scope,
             campaigns=query(con, "campaign_info", params),
             task_outcomes=outcomes,
-            groups=query(con, "group_metrics", params),
+            groups=adjust_groups(con, scope, outcomes, query(con, "group_metrics", params), machine),
             learning_curves=query(con, "learning_curves"),
             speedups=query(con, "speedup_distribution"),
             q_trajectories=query(con, "q_trajectories", params),
             first_solves=query(con, "first_solves"),
             provenance_items=query(con, "provenance_items", {"top_n": TOP_PROVENANCE_ITEMS}),
             roofline=roofline_points(con),
+            machine_outcomes=machine,
         )
     finally:
         for name in helpers:

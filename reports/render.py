@@ -14,6 +14,7 @@ from pathlib import Path
 from string import Template
 
 from reports.definitions import DEFINITIONS
+from reports.machine import machine_table
 from reports.metrics import Metrics
 from reports.plots import Figure
 from reports.quality import QualityReport
@@ -43,7 +44,8 @@ class ReportContent:
         m = self.metrics
         key = comparison_tables(m.overall()) if m.has_attempts else ()
         per_campaign = tuple(breakdown_table(m.groups, c) for c in m.campaign_ids if m.groups.height)
-        detail = (best_kernels_table(m.speedups), first_solves_table(m.first_solves), provenance_table(m.provenance_items))
+        detail = (best_kernels_table(m.speedups), first_solves_table(m.first_solves), provenance_table(m.provenance_items),
+                  machine_table(m.machine_outcomes))
         return (*key, *per_campaign, *(t for t in detail if t.rows))
 
 

@@ -12,6 +12,7 @@ from typing import Any, Callable, Mapping
 
 import polars as pl
 
+from reports.measured import attempts_cell, latency_cell
 from reports.quality import QualityReport
 
 
@@ -53,20 +54,20 @@ Column = tuple[str, Callable[[Mapping[str, Any]], str]]
 
 RESULT_COLUMNS: tuple[Column, ...] = (
     ("tasks", lambda r: number(r["n_tasks"])),
-    ("attempts", lambda r: number(r["n_attempts"])),
+    ("attempts", lambda r: attempts_cell(r, number(r["n_attempts"]))),
     ("compile (tasks)", lambda r: share(r["compile_rate_tasks"])),
     ("correct (tasks)", lambda r: share(r["correct_rate_tasks"])),
     ("compile / attempt", lambda r: share(r["compile_rate_attempts"])),
     ("correct / attempt", lambda r: share(r["correct_rate_attempts"])),
-    ("fast_1", lambda r: share(r["fast_1"])),
-    ("fast_1.5", lambda r: share(r["fast_1_5"])),
-    ("fast_2", lambda r: share(r["fast_2"])),
-    ("speedup vs PyTorch, geomean [CI]", lambda r: speedup(
-        r["speedup_geomean"], r["speedup_geomean_ci_low"], r["speedup_geomean_ci_high"])),
-    ("speedup vs first draft, median [CI]", lambda r: speedup(
-        r["draft_speedup_median"], r["draft_speedup_median_ci_low"], r["draft_speedup_median_ci_high"])),
-    ("draft speedup IQR", lambda r: "–" if _missing(r["draft_speedup_q1"])
-        else f"{r['draft_speedup_q1']:.2f}–{r['draft_speedup_q3']:.2f}"),
+    ("fast_1", latency_cell(lambda r: share(r["fast_1"]))),
+    ("fast_1.5", latency_cell(lambda r: share(r["fast_1_5"]))),
+    ("fast_2", latency_cell(lambda r: share(r["fast_2"]))),
+    ("speedup vs PyTorch, geomean [CI]", latency_cell(lambda r: speedup(
+        r["speedup_geomean"], r["speedup_geomean_ci_low"], r["speedup_geomean_ci_high"]))),
+    ("speedup vs first draft, median [CI]", latency_cell(lambda r: speedup(
+        r["draft_speedup_median"], r["draft_speedup_median_ci_low"], r["draft_speedup_median_ci_high"]))),
+    ("draft speedup IQR", latency_cell(lambda r: "–" if _missing(r["draft_speedup_q1"])
+        else f"{r['draft_speedup_q1']:.2f}–{r['draft_speedup_q3']:.2f}")),
     ("iterations to first feasible (median)", lambda r: number(r["iterations_to_first_feasible_median"], 1)),
     ("best kernels flagged for review (implausible or noisy timing)", lambda r: number(r["n_flagged_best"], 0)),
 )

@@ -112,6 +112,11 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _log_step(logger, outcome: StepOutcome) -> None:
+    if outcome.reward is None:  # the machine's outcome: recorded, never scored
+        logger.warning("%s #%d stage %d: not judged, the machine's outcome (%s); no reward, no value update",
+                       outcome.task_id, outcome.iteration, outcome.stage, outcome.machine_reason)
+        return
     speed = f" {outcome.candidate_ms:.3f} ms ({outcome.speedup:.2f}x)" if outcome.candidate_ms else ""
-    logger.info("%s #%d stage %d: %s%s reward %+.2f", outcome.task_id, outcome.iteration, outcome.stage,
-                "feasible" if outcome.feasible else f"failed {outcome.failed_gate}", speed, outcome.reward)
+    applied = "no value update" if outcome.reward_applied is None else f"applied {outcome.reward_applied:+.3f}"
+    logger.info("%s #%d stage %d: %s%s reward %+.3f (%s)", outcome.task_id, outcome.iteration, outcome.stage,
+                "feasible" if outcome.feasible else f"failed {outcome.failed_gate}", speed, outcome.reward, applied)

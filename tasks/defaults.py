@@ -26,6 +26,9 @@ BUILD_TASK = dict(retries=0)
 # Reports: read-only over the lake and rewritten whole each run; a failure is a bug, not flakiness.
 REPORT_TASK = dict(retries=0, **_LIVE)
 
+# Experiments: a run's lake copy is made once (a rerun finds it), the report is rewritten whole.
+EXPERIMENT_TASK = dict(retries=0, **_LIVE)
+
 
 def verify_tag(backend: str) -> str:
     """Tag of verification tasks: bound concurrency per backend device with

@@ -13,9 +13,11 @@ DEPLOYMENTS = yaml.safe_load((ROOT / "prefect.yaml").read_text())["deployments"]
 
 
 def test_the_file_declares_the_documented_deployments():
-    assert {d["name"] for d in DEPLOYMENTS} == {"build-cpu", "nightly-campaign", "report"}
+    assert {d["name"] for d in DEPLOYMENTS} == {"build-cpu", "nightly-campaign", "experiment", "report"}
     nightly = next(d for d in DEPLOYMENTS if d["name"] == "nightly-campaign")
     assert nightly["schedules"][0]["cron"] == "0 3 * * *"
+    weekly = next(d for d in DEPLOYMENTS if d["name"] == "experiment")  # schedulable, off until switched on
+    assert weekly["schedules"][0]["cron"] == "0 4 * * 0" and weekly["schedules"][0]["active"] is False
 
 
 @pytest.mark.parametrize("deployment", DEPLOYMENTS, ids=lambda d: d["name"])

@@ -16,8 +16,19 @@ def format_feedback(verdict: Verdict) -> str:
     lines = []
     failed = verdict.failed_gate
     for gate in verdict.gates:
-        mark = "ok" if gate.passed else "FAILED"
+        mark = "ok" if gate.passed else "not run on this machine" if is_unavailable(gate) else "FAILED"
         lines.append(f"[{gate.name}] {mark}" + (f": {gate.reason}" if gate.reason else ""))
+    failed_gate = verdict.gate(failed) if failed else None
+    if failed_gate is not None and is_unavailable(failed_gate):  # never called a failure: nothing failed
+        ran = [g.name for g in verdict.gates if g.passed]
+        head = (f"RESULT: passed every gate this machine can run ({', '.join(ran)})" if ran else
+                "RESULT: not judged")
+        lines.insert(0, f"{head}; the {failed} gate cannot run on this machine, so this is not a verdict "
+                        f"on that part of your kernel")
+        missing = [g.name for g in verdict.gates if is_unavailable(g)]
+        lines.append(f"note: this verifier cannot run {', '.join(missing)} (missing hardware or toolchain); "
+                     f"the results of {', '.join(ran) or 'no gate'} above are real")
+        return "\n".join(lines)
     if failed:
         gate = verdict.gate(failed)
         if gate and gate.detail and gate.detail.strip() != gate.reason.strip():

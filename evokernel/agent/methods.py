@@ -6,6 +6,11 @@
 | heuristic  | similarity only           | no       | best latency              | traces, practices, kids|
 | refinement | none (own task only)      | no       | best latency              | the start point only   |
 | pass-at-k  | none                      | no       | none: independent samples | none, no feedback      |
+| no-memory  | none (own task only)      | Q2 of its| epsilon-greedy by Q2      | the start point and    |
+|            |                           | kernels  |                           | its children           |
+
+``no-memory`` is evokernel with retrieval switched off: the same two stages, start-point values and
+feedback, no item from the shared memory in any prompt (the ablation of the memory itself).
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ METHODS: dict[str, MethodPolicy] = {
     "heuristic": MethodPolicy("heuristic", "heuristic", False, True, "best", True, True),
     "refinement": MethodPolicy("refinement", None, False, True, "best", True, False),
     "pass-at-k": MethodPolicy("pass-at-k", None, False, False, "none", False, False),
+    "no-memory": MethodPolicy("no-memory", None, True, True, "q2", True, False),
 }
 
 

@@ -22,7 +22,7 @@ from typing import Iterator
 from evokernel.agent.campaign import replay_refine_stats
 from evokernel.agent.context import AgentContext
 from evokernel.agent.rewards import PairedSpeedup
-from evokernel.agent.runtime import agent_context, campaign_backend
+from evokernel.agent.runtime import agent_context, campaign_backend, memory_seeds
 from evokernel.agent.state import StartPoint, TaskState, replay
 from evokernel.agent.step import StepPlan, outcome_from_row, prepare_step
 from evokernel.config import Settings
@@ -54,10 +54,11 @@ def _read_only_lake(root: Path, backend: Backend) -> Iterator[tuple[Lake, str]]:
             lake.close()
         return
     with tempfile.TemporaryDirectory(prefix="evokernel-prompt-") as tmp:
-        seeds = backend.seed_items()
+        seeds = memory_seeds(backend)
         lake = Lake.create(Path(tmp) / "lake", backend.name, seed_items=seeds)
         try:
-            yield lake, f"no lake at {root} yet: a new one, seeded with the {backend.name} backend's {len(seeds)} API template(s)"
+            yield lake, (f"no lake at {root} yet: a new one, with the {backend.name} backend's {len(seeds)} seed "
+                         "item(s) beyond its scaffold")
         finally:
             lake.close()
 

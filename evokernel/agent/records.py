@@ -9,20 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from datetime import datetime, timezone
 
+from evokernel.agent.scoring import Scored
 from evokernel.llm.base import Completion
 from kernelbench_npu.spec import TaskSpec
 from memory_lake import NewItem
 from verifier.result import Verdict
 from verifier.roofline import RooflinePosition
-
-
-@dataclass(frozen=True)
-class Scored:
-    reward: float
-    reward_normalized: float
 
 
 def attempt_row(*, attempt_id: str, campaign_id: str, task: TaskSpec, stage: int, iteration: int,
@@ -52,7 +46,7 @@ def attempt_row(*, attempt_id: str, campaign_id: str, task: TaskSpec, stage: int
         "ci_low": latency.ci_low if latency else None, "ci_high": latency.ci_high if latency else None,
         "flagged": latency.flagged if latency else False,
         **roofline_columns(latency.roofline if latency else None),
-        "reward": scored.reward, "reward_normalized": scored.reward_normalized,
+        **scored.columns(),
         "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
         "cost_usd": completion.cost_usd, "tokens_estimated": completion.tokens_estimated,
         "llm_seconds": completion.seconds,

@@ -1,57 +1,106 @@
 """What the LLM sees from memory in one step: start-point choice and context retrieval.
 
-Drafting retrieves every kind with Q1 (plus the backend's API templates); refining shows the
-start point and its children, and retrieves traces and best practices with Q2 from the rest of
-the lake (the items it shows anyway are excluded from the pool, so each retrieval slot brings
-something new). A resumed step reuses the retrievals it already recorded, so nothing is
-retrieved (or recorded) twice. Every item shown in
-a prompt (retrieved, recorded, a child or the start point itself) is a memory_lake
-:class:`RetrievedItem`, with its current Q for the stage.
+Drafting retrieves every kind by Q1 and relevance, api_templates included: the backend scaffold is
+always in the prompt (it keeps the candidate contract), so a template whose text the scaffold
+already shows is never a candidate, and any other template competes for a slot like any item (the
+paper's cold start). Refining shows the start point and its children, and retrieves what can make
+this kernel faster: optimisation traces (feasible and timed) and best practices, this task's op
+category first, then other categories' items only with a positive Q2 (value-driven methods) and
+above a relevance floor (``refine_min_relevance`` of the best candidate's similarity), so a refine
+prompt gets fewer items rather than noise.
+
+No slot is spent on what the prompt already shows: the items it holds anyway (start point,
+children, scaffold-covered templates) are left out of the pool, and a chosen item whose code or text
+repeats something already in the prompt is skipped for the next choice (the choice is sequential,
+so this equals choosing without it). A resumed step reuses the retrievals it already recorded, so
+nothing is retrieved (or recorded) twice. Every item shown in a prompt (retrieved, recorded, a
+child or the start point itself) is a memory_lake :class:`RetrievedItem`, with its current Q for
+the stage.
 """
 
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from evokernel.agent.context import AgentContext, seed_for
 from evokernel.agent.state import StartPoint, TaskState
+from evokernel.prompts import repeat_of
+from evokernel.prompts.dedup import ShownTexts
 from kernelbench_npu.spec import TaskSpec
 from memory_lake import RetrievalRequest, RetrievedItem
 
 CHILDREN_SHOWN = 3
+REFINE_KINDS = ("trace", "best_practice")
 
 
 def choose_start_point(ctx: AgentContext, state: TaskState, attempt_id: str) -> StartPoint:
-    """evokernel: epsilon-greedy by Q2 (ties to the faster kernel); baselines: the fastest kernel."""
+    """evokernel: epsilon-greedy by Q2 (ties to the faster kernel); baselines: the fastest kernel.
+    Faster = the higher paired speedup (as the incumbent), then the lower latency for kernels
+    without one: raw latencies of two verifications follow the machine's load."""
     points = state.start_points
-    by_latency = sorted(points, key=lambda p: (p.latency_ms is None, p.latency_ms or 0.0, p.iteration))
+    fastest = sorted(points, key=lambda p: (p.speedup is None, -(p.speedup or 0.0), p.latency_ms is None,
+                                            p.latency_ms or 0.0, p.iteration))
     if ctx.policy.start_point != "q2" or len(points) == 1:
-        return by_latency[0]
+        return fastest[0]
     rng = random.Random(seed_for(ctx.campaign_id, attempt_id, "start"))
     if rng.random() < ctx.settings.epsilon:
         return rng.choice(points)
     q2 = ctx.lake.current_q([p.item_id for p in points], 2)
-    return max(by_latency, key=lambda p: q2.get(p.item_id, ctx.settings.q_init))
+    return max(fastest, key=lambda p: q2.get(p.item_id, ctx.settings.q_init))
 
 
 def gather_context(ctx: AgentContext, task: TaskSpec, stage: int, attempt_id: str, record: bool = True,
-                   shown: tuple[str, ...] = ()) -> tuple[RetrievedItem, ...]:
-    """The stage's retrieved items; ``shown``: ids the prompt holds anyway (the start point and its
-    children), left out of the pool so they do not take retrieval slots twice."""
-    if not ctx.policy.uses_memory:
+                   shown: tuple[str, ...] = (), texts: ShownTexts | None = None) -> tuple[RetrievedItem, ...]:
+    """The stage's retrieved items. ``shown``: ids the prompt holds anyway (the start point and its
+    children), left out of the pool; ``texts``: what the prompt shows before its retrieved items
+    (evokernel.prompts.shown_before_memory), so that no chosen item repeats it."""
+    if not ctx.policy.uses_memory or ctx.settings.retrieval_n == 0:
         return ()
     recorded = ctx.lake.retrieved_for_attempt(attempt_id)
     if recorded:  # a resumed step shows what was retrieved before
         return recorded
+    texts = texts if texts is not None else ShownTexts(ctx.scaffold)
+    excluded = shown + (_scaffold_templates(ctx, texts) if stage == 1 else ())
+    n = ctx.settings.retrieval_n
+    value = ctx.policy.retrieval == "value"
     request = RetrievalRequest(
         attempt_id=attempt_id, task_id=task.task_id, task_text=f"{task.name} {task.category}\n{task.source}",
-        category=task.category, backend=ctx.backend, stage=stage, n=ctx.settings.retrieval_n,
+        category=task.category, backend=ctx.backend, stage=stage, n=n, spare=n,  # spare choices replace repeats
         lam=ctx.settings.retrieval_lambda, epsilon=ctx.settings.epsilon,
         seed=seed_for(ctx.campaign_id, attempt_id, "retrieve"), strategy=ctx.policy.retrieval,
-        kinds=None if stage == 1 else ("trace", "best_practice"), include_templates=stage == 1,
-        exclude_item_ids=shown,
+        kinds=None if stage == 1 else REFINE_KINDS, include_templates=False, exclude_item_ids=excluded,
+        q_prior=ctx.settings.q1_init if stage == 1 else None,
+        **({} if stage == 1 else dict(feasible_traces_only=True, min_relevance=ctx.settings.refine_min_relevance,
+                                      category_first=True, other_categories_min_q=0.0 if value else None,
+                                      overfetch=4)),
     )
-    return tuple(ctx.lake.retrieve(request, record=record))
+    chosen = _without_repeats(ctx.lake.retrieve(request, record=False), texts, n)
+    if record and chosen:
+        ctx.lake.append("retrievals", [{"attempt_id": attempt_id, "item_id": r.item_id, "stage": stage,
+                                        "rank": r.rank, "similarity": r.similarity, "q_value": r.q_value,
+                                        "explored": r.explored, "strategy": r.strategy} for r in chosen])
+    return chosen
+
+
+def _without_repeats(items: tuple[RetrievedItem, ...], texts: ShownTexts, n: int) -> tuple[RetrievedItem, ...]:
+    """The first n items, in choice order, that repeat nothing the prompt shows (nor each other)."""
+    kept: list[RetrievedItem] = []
+    for item in items:
+        if len(kept) == n:
+            break
+        if repeat_of(item.body, item.code, texts):
+            continue
+        label = f"memory item {len(kept) + 1}"
+        texts.add_code(item.code, label)
+        texts.add(item.body, label)
+        kept.append(replace(item, rank=len(kept)))
+    return tuple(kept)
+
+
+def _scaffold_templates(ctx: AgentContext, texts: ShownTexts) -> tuple[str, ...]:
+    """The backend's api_template items whose text the scaffold in the prompt already shows."""
+    return tuple(t.item_id for t in ctx.lake.template_items(ctx.backend) if texts.in_scaffold(t.body, t.code))
 
 
 def start_item(ctx: AgentContext, start: StartPoint, task_id: str) -> RetrievedItem:

@@ -62,7 +62,26 @@ def significance(gain: float, noise: float) -> float:
     return min(1.0, max(0.0, abs(gain) / noise - 1.0))
 
 
-def refine_reward(feasible: bool, incumbent: PairedSpeedup | None, new: PairedSpeedup | None) -> float:
+@dataclass(frozen=True)
+class RefineTerms:
+    """The refining reward and the numbers it came from (what ``attempts.reward_rule`` spells out)."""
+
+    reward: float
+    gain: float | None = None  # log s_new - log s_incumbent
+    noise: float | None = None  # the 95% noise of that difference
+    weight: float | None = None  # significance(gain, noise)
+
+    def rule(self, feasible: bool, incumbent: PairedSpeedup | None, new: PairedSpeedup | None) -> str:
+        if not feasible:
+            return "refine: infeasible -> -1"
+        if incumbent is None or new is None:
+            return "refine: feasible, no paired speedup to compare -> 0"
+        return (f"refine: tanh(ln({new.speedup:.4g}/{incumbent.speedup:.4g}) = {self.gain:+.4f}) = "
+                f"{math.tanh(self.gain):+.4f} x significance {self.weight:.2f} (noise {self.noise:.4f}) "
+                f"= {self.reward:+.4f}")
+
+
+def refine_terms(feasible: bool, incumbent: PairedSpeedup | None, new: PairedSpeedup | None) -> RefineTerms:
     """tanh(log s_new - log s_incumbent) scaled by its significance; -1 if infeasible.
 
     The noise is the 95% interval of the difference, sqrt(se_new^2 + se_inc^2 + floor^2) * 1.96 on
@@ -70,12 +89,18 @@ def refine_reward(feasible: bool, incumbent: PairedSpeedup | None, new: PairedSp
     but says nothing about speed. With no incumbent yet a feasible kernel earns 0 too.
     """
     if not feasible:
-        return FAILURE
+        return RefineTerms(FAILURE)
     if incumbent is None or new is None:
-        return 0.0
+        return RefineTerms(0.0)
     gain = math.log(new.speedup) - math.log(incumbent.speedup)
     noise = _Z95 * math.sqrt(new.log_sigma ** 2 + incumbent.log_sigma ** 2 + NOISE_FLOOR ** 2)
-    return math.tanh(gain) * significance(gain, noise)
+    weight = significance(gain, noise)
+    return RefineTerms(math.tanh(gain) * weight, gain, noise, weight)
+
+
+def refine_reward(feasible: bool, incumbent: PairedSpeedup | None, new: PairedSpeedup | None) -> float:
+    """The refining reward (see :func:`refine_terms`)."""
+    return refine_terms(feasible, incumbent, new).reward
 
 
 @dataclass(frozen=True)
@@ -102,6 +127,13 @@ class RunningStats:
             return value
         z = (value - self.mean) / max(self.std, _MIN_STD)
         return max(-_CLIP, min(_CLIP, z))
+
+    def rule(self, value: float) -> str:
+        """How :meth:`normalise` maps ``value``, in numbers (for ``attempts.reward_rule``)."""
+        if self.count < 2:
+            return f"normaliser has {self.count} reward(s): applied as is"
+        return (f"normalised: clip(({value:+.4f} - mean {self.mean:+.4f}) / max(std {self.std:.4f}, {_MIN_STD}), "
+                f"-{_CLIP:g}, {_CLIP:g}) = {self.normalise(value):+.4f} over {self.count} rewards")
 
 
 def normalise_refine_reward(stats: RunningStats, reward: float) -> tuple[float, RunningStats]:

@@ -1,5 +1,5 @@
 """Opening a campaign: the build, its backend, the lake (created with the backend's seed knowledge
-if new), the LLM provider and the verification settings, assembled once per process.
+beyond its scaffold if new), the LLM provider and the verification settings, assembled once per process.
 
 :func:`runtime_for` is the one way code gets a runtime: it opens it on first use and hands the same
 object to every later caller in the process with the same settings and campaign id (the flow, the
@@ -27,7 +27,8 @@ from evokernel.llm.registry import make_llm
 from kernelbench_npu.spec import Build, load_build
 from memory_lake import Lake
 from verifier.backends import get_backend
-from verifier.backends.base import Backend
+from evokernel.prompts.dedup import ShownTexts
+from verifier.backends.base import Backend, SeedItem
 from verifier.settings import VerifySettings
 
 
@@ -63,12 +64,21 @@ def campaign_backend(settings: Settings, build: Build) -> str:
     return build.backend
 
 
-def open_lake(uri: str | Path, backend: Backend) -> Lake:
-    """Open the lake (a directory or a ``ducklake:`` URI), or create it seeded with the backend's API
-    templates; when campaign processes race to create it, one does and the others open it."""
+def memory_seeds(backend: Backend) -> tuple[SeedItem, ...]:
+    """The backend's seed knowledge that becomes memory items: what its scaffold does not already
+    show. The scaffold is in every prompt (it keeps the candidate contract), so a seed it covers
+    would be an item no prompt ever needs (evokernel.agent.retrieval leaves such items out)."""
+    shown = ShownTexts(backend.scaffold(None))
+    return tuple(s for s in backend.seed_items() if not shown.in_scaffold(s.body, s.code or None))
+
+
+def open_lake(uri: str | Path, backend: Backend, q_init: float = 0.0) -> Lake:
+    """Open the lake (a directory or a ``ducklake:`` URI), or create it (with ``q_init``) seeded with
+    the backend's knowledge beyond its scaffold (:func:`memory_seeds`); when campaign processes race
+    to create it, one does and the others open it."""
     if Lake.exists(uri):
         return Lake.open(uri)
-    return Lake.open_or_create(uri, backend.name, seed_items=backend.seed_items())
+    return Lake.open_or_create(uri, backend.name, seed_items=memory_seeds(backend), q_init=q_init)
 
 
 def verify_settings(settings: Settings) -> VerifySettings:
@@ -81,7 +91,7 @@ def open_runtime(settings: Settings, campaign_id: str | None = None) -> Runtime:
     build = load_build(settings.build)
     backend = get_backend(campaign_backend(settings, build))
     llm = make_llm(settings.llm, settings)
-    lake = open_lake(settings.lake, backend)
+    lake = open_lake(settings.lake, backend, settings.q_init)
     campaign_id = campaign_id or default_campaign_id(settings.method, llm.model)
     _check_resumable(lake, campaign_id, build, settings, llm.model)
     ctx = agent_context(settings, backend, lake, llm.model, campaign_id)

@@ -7,12 +7,19 @@ latencies of two verifications follow machine load, paired speedups mostly do no
 State is a frozen value: each step returns the next state (``TaskState.after``). On resume the
 state is rebuilt by replaying the task's attempts from the lake (``replay``), so a campaign killed
 at any point continues with exactly what it had committed.
+
+The machine's outcomes (evokernel.agent.attribution) use an iteration of the budget (their LLM call
+was made) but change nothing else: no start point, no normaliser sample. After
+``MACHINE_STREAK_LIMIT`` of them in a row the task stops for this run; a rerun resumes it (the
+streak is not replayed). A task whose feasible kernel cannot be timed here stops too: refinements
+could not be scored (no blind refinement; README).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from evokernel.agent.attribution import CANDIDATE, MACHINE, MACHINE_STREAK_LIMIT
 from evokernel.agent.methods import MethodPolicy
 from evokernel.agent.rewards import PairedSpeedup, RunningStats
 
@@ -40,8 +47,8 @@ class StepOutcome:
     failed_gate: str | None
     candidate_ms: float | None
     speedup: float | None
-    reward: float
-    reward_normalized: float
+    reward: float | None  # None: the machine's outcome
+    reward_normalized: float | None
     feedback: str
     trace_item_id: str | None
     code: str | None
@@ -49,6 +56,10 @@ class StepOutcome:
     seconds: float
     ci_low: float | None = None  # the speedup's 95% interval (None when not measured)
     ci_high: float | None = None
+    owner: str = CANDIDATE  # attribution.CANDIDATE | MACHINE
+    latency_unmeasurable: str = ""  # the latency gate's "unavailable here" reason, when it is one
+    machine_reason: str = ""  # the machine's outcome: why
+    reward_applied: float | None = None  # what the value updates used (None: no update)
 
     @property
     def paired(self) -> PairedSpeedup | None:
@@ -68,6 +79,9 @@ class TaskState:
     tokens_used: int = 0
     seconds_used: float = 0.0
     refine_stats: RunningStats = RunningStats()  # the campaign's refining rewards seen so far
+    machine_streak: int = 0  # the machine's outcomes in a row (this run)
+    machine_reason: str = ""  # the last one's reason
+    latency_unmeasurable: str = ""  # why this task's feasible kernels cannot be timed here
 
     def stage(self, policy: MethodPolicy) -> int:
         """1 (drafting) until a feasible kernel exists, then 2 (refining); pass@k always drafts."""
@@ -76,6 +90,12 @@ class TaskState:
     def stop_reason(self, budget: int, max_tokens: int, max_seconds: float) -> str | None:
         if self.iterations_done >= budget:
             return f"iteration budget spent ({budget})"
+        if self.machine_streak >= MACHINE_STREAK_LIMIT:
+            return (f"the machine failed {self.machine_streak} verifications in a row ({self.machine_reason}); "
+                    "rerun the campaign id to resume this task")
+        if self.start_points and self.latency_unmeasurable:
+            return (f"feasible; latency is not measured on this machine ({self.latency_unmeasurable}): "
+                    "refinements could not be scored, so the task ends here")
         if self.tokens_used >= max_tokens:
             return f"token budget spent ({self.tokens_used} >= {max_tokens})"
         if self.seconds_used >= max_seconds:
@@ -89,8 +109,15 @@ class TaskState:
             last_feedback=outcome.feedback if policy.uses_feedback else None,
             tokens_used=self.tokens_used + outcome.tokens,
             seconds_used=self.seconds_used + outcome.seconds,
-            refine_stats=self.refine_stats.add(outcome.reward) if outcome.stage == 2 else self.refine_stats,
+            refine_stats=self.refine_stats.add(outcome.reward)
+            if outcome.stage == 2 and outcome.reward is not None and outcome.owner == CANDIDATE else self.refine_stats,
+            machine_streak=self.machine_streak + 1 if outcome.owner == MACHINE else 0,
+            machine_reason=outcome.machine_reason if outcome.owner == MACHINE else self.machine_reason,
         )
+        if outcome.owner == MACHINE:
+            return state
+        if outcome.feasible and outcome.latency_unmeasurable:
+            state = replace(state, latency_unmeasurable=outcome.latency_unmeasurable)
         if not outcome.feasible or outcome.trace_item_id is None or outcome.code is None:
             return state
         point = StartPoint(outcome.trace_item_id, outcome.code, outcome.candidate_ms, outcome.speedup,
@@ -111,4 +138,4 @@ def replay(task_id: str, outcomes: list[StepOutcome], policy: MethodPolicy,
     state = TaskState(task_id=task_id)
     for outcome in sorted(outcomes, key=lambda o: o.iteration):
         state = state.after(outcome, policy)
-    return replace(state, refine_stats=refine_stats)
+    return replace(state, refine_stats=refine_stats, machine_streak=0)  # a rerun gives the machine a new chance

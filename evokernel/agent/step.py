@@ -18,13 +18,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evokernel.agent import rewards
+from evokernel.agent.attribution import CANDIDATE, MACHINE, attribute_gates, gates_from_json, owner_of
 from evokernel.agent.context import AgentContext, attempt_id_for, trace_item_id_for
-from evokernel.agent.records import Scored, attempt_row, trace_item
+from evokernel.agent.records import attempt_row, trace_item
+from evokernel.agent.scoring import Scored, score
 from evokernel.agent.retrieval import children_of, choose_start_point, gather_context, start_item
 from evokernel.agent.state import StartPoint, StepOutcome, TaskState
 from evokernel.llm.base import Completion, LLMRequest
 from evokernel.prompts import (CodeExtraction, Prompt, SectionSize, build_draft_prompt, build_refine_prompt,
-                               extract_code)
+                               extract_code, shown_before_memory)
 from kernelbench_npu.spec import TaskSpec
 from memory_lake import RetrievedItem, ValueUpdate
 from verifier.result import Verdict
@@ -54,7 +56,9 @@ def prepare_step(ctx: AgentContext, task: TaskSpec, state: TaskState, record: bo
     start = choose_start_point(ctx, state, attempt_id) if stage == 2 else None
     children = children_of(ctx, start) if start else ()
     shown = (start.item_id, *(c.item_id for c in children)) if start else ()
-    context = gather_context(ctx, task, stage, attempt_id, record, shown)
+    texts = shown_before_memory(ctx.scaffold, state.last_feedback,
+                                start_item(ctx, start, task.task_id) if start else None, children)
+    context = gather_context(ctx, task, stage, attempt_id, record, shown, texts)
     prompt = _prompt(ctx, task, stage, start, children, context, state)
     return StepPlan(task=task, attempt_id=attempt_id, iteration=iteration, stage=stage, start=start,
                     context=context, request=_request(ctx, task, stage, prompt, state),
@@ -69,12 +73,12 @@ def candidate_code(ctx: AgentContext, completion: Completion) -> CodeExtraction:
 def commit_step(ctx: AgentContext, plan: StepPlan, completion: Completion, verdict: Verdict | None) -> StepOutcome:
     """Score the verdict (None: no usable kernel in the answer) and write the attempt."""
     extraction = candidate_code(ctx, completion)
-    feedback = verdict.feedback if verdict else f"no usable kernel: {extraction.problem}"
+    scored = score(plan.stage, verdict, plan.incumbent, plan.refine_stats, ctx.policy.learns_values)
     row = attempt_row(
         attempt_id=plan.attempt_id, campaign_id=ctx.campaign_id, task=plan.task, stage=plan.stage,
         iteration=plan.iteration, method=ctx.policy.name, model=ctx.model, backend=ctx.backend,
         start_point_item_id=plan.start.item_id if plan.start else None, code=extraction.code, verdict=verdict,
-        feedback=feedback, completion=completion, scored=_score(plan, verdict),
+        feedback=_feedback(verdict, extraction.problem, scored), completion=completion, scored=scored,
         verify_seconds=verdict.seconds if verdict else 0.0,
     )
     ctx.lake.append("attempts", [row])
@@ -101,20 +105,22 @@ def _request(ctx: AgentContext, task: TaskSpec, stage: int, prompt: Prompt, stat
                       temperature=ctx.settings.llm_temperature, metadata={"call_index": call_index})
 
 
-def _score(plan: StepPlan, verdict: Verdict | None) -> Scored:
-    feasible = bool(verdict and verdict.feasible)
-    if plan.stage == 1:
-        reward = rewards.draft_reward(feasible)
-        return Scored(reward, reward)
-    latency = verdict.latency if verdict else None
-    new = rewards.PairedSpeedup.of(latency.speedup, latency.ci_low, latency.ci_high) if latency else None
-    reward = rewards.refine_reward(feasible, plan.incumbent, new)
-    normalised, _ = rewards.normalise_refine_reward(plan.refine_stats, reward)
-    return Scored(reward, normalised)
+def _feedback(verdict: Verdict | None, problem: str | None, scored: Scored) -> str:
+    """What the next prompt is told: the verifier's feedback, or for the machine's outcome that the
+    kernel was not judged (never that it failed)."""
+    if verdict is None:
+        return f"no usable kernel: {problem}"
+    if scored.owner == MACHINE:
+        return (f"NOT JUDGED: this machine could not verify your kernel ({scored.machine_reason}). It was neither "
+                "accepted nor rejected; this is not a verdict on your code.")
+    return verdict.feedback
 
 
 def complete_attempt(ctx: AgentContext, task: TaskSpec, row: dict) -> str | None:
-    """Idempotently write what a committed attempt implies: its trace item and its Q updates."""
+    """Idempotently write what a committed attempt implies: its trace item and its Q updates.
+    The machine's outcomes imply neither: their code was never judged."""
+    if owner_of(row) != CANDIDATE:
+        return None
     trace_id = None
     if row["code"]:
         trace_id = trace_item_id_for(row["attempt_id"])
@@ -125,15 +131,26 @@ def complete_attempt(ctx: AgentContext, task: TaskSpec, row: dict) -> str | None
     return trace_id
 
 
+def applied_reward(row: dict) -> float | None:
+    """The reward a committed attempt's value updates use: ``reward_applied``; for rows written before
+    that column, ``reward_normalized`` (what was applied then)."""
+    if row.get("outcome_owner") is None and row.get("reward_applied") is None:
+        return row.get("reward_normalized")
+    return row.get("reward_applied")
+
+
 def _apply_value_updates(ctx: AgentContext, row: dict) -> None:
     """Q1 for every retrieved item (drafting); Q2 for the start point and retrieved items (refining)."""
-    stage, attempt_id = int(row["stage"]), row["attempt_id"]
+    stage, attempt_id, reward = int(row["stage"]), row["attempt_id"], applied_reward(row)
+    if reward is None:
+        return
     done = ctx.lake.updates_for_attempt(attempt_id)
     retrieved = [item.item_id for item in ctx.lake.retrieved_for_attempt(attempt_id)]
     targets = retrieved + ([row["start_point_item_id"]] if stage == 2 and row["start_point_item_id"] else [])
     updates = [
-        ValueUpdate(item_id=item_id, stage=stage, reward=row["reward_normalized"], alpha=ctx.settings.alpha,
-                    attempt_id=attempt_id, campaign_id=row["campaign_id"])
+        ValueUpdate(item_id=item_id, stage=stage, reward=reward, alpha=ctx.settings.alpha,
+                    attempt_id=attempt_id, campaign_id=row["campaign_id"],
+                    prior=ctx.settings.q1_init if stage == 1 else None)
         for item_id in dict.fromkeys(targets) if (item_id, stage) not in done
     ]
     if updates:
@@ -141,9 +158,13 @@ def _apply_value_updates(ctx: AgentContext, row: dict) -> None:
 
 
 def outcome_from_row(row: dict, trace_item_id: str | None) -> StepOutcome:
+    stage = int(row["stage"])
+    who = attribute_gates(gates_from_json(row.get("gates_json")), stage)
     return StepOutcome(
         attempt_id=row["attempt_id"], task_id=row["task_id"], iteration=int(row["iteration"]),
-        stage=int(row["stage"]), feasible=bool(row["feasible"]), failed_gate=row["failed_gate"],
+        owner=owner_of(row), latency_unmeasurable=who.latency_unmeasurable,
+        machine_reason=row.get("machine_reason") or "", reward_applied=applied_reward(row),
+        stage=stage, feasible=bool(row["feasible"]), failed_gate=row["failed_gate"],
         candidate_ms=row["candidate_ms"], speedup=row["speedup"], reward=row["reward"],
         reward_normalized=row["reward_normalized"], feedback=row["feedback"] or "",
         trace_item_id=trace_item_id, code=row["code"], ci_low=row.get("ci_low"), ci_high=row.get("ci_high"),

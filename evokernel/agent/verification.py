@@ -3,15 +3,17 @@ backend device, and the one retry rule for verifications.
 
 The retry rule, owned here and nowhere else (the Prefect verify task does not retry): a failed gate
 is a result and is never retried; an infrastructure error (the verifier itself failed: a reference
-worker crash, a sandbox that could not start) is retried ``VERIFY_RETRY_DELAYS_S`` times, then
-raised as :class:`VerifierInfrastructureError` so the step is not scored and a rerun of the
-campaign redoes it.
+worker crash, a sandbox that could not start, inputs that do not fit) is retried
+``VERIFY_RETRY_DELAYS_S`` times, and the last verdict is returned: the step records it as the
+machine's outcome, unscored (evokernel.agent.attribution), and a task stops after
+``attribution.MACHINE_STREAK_LIMIT`` of them in a row.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from typing import Callable
 
 from kernelbench_npu.spec import TaskSpec
@@ -20,10 +22,6 @@ from verifier.result import Verdict
 from verifier.settings import VerifySettings
 
 VERIFY_RETRY_DELAYS_S = (5.0, 30.0)
-
-
-class VerifierInfrastructureError(RuntimeError):
-    """The verifier itself failed (not the candidate): never scored, the step is redone on resume."""
 
 
 _VERIFY_SLOTS: dict[str, threading.BoundedSemaphore] = {}
@@ -43,7 +41,8 @@ def verify_slots(backend: str, concurrency: int) -> threading.BoundedSemaphore:
 def verify_candidate(task: TaskSpec, code: str, backend: str, settings: VerifySettings, concurrency: int,
                      delays_s: tuple[float, ...] = VERIFY_RETRY_DELAYS_S,
                      sleep: Callable[[float], None] = time.sleep) -> Verdict:
-    """The verdict on ``code``; infrastructure errors are retried, then raised."""
+    """The verdict on ``code``; infrastructure errors are retried, the last one returned with the
+    number of attempts in its reason."""
     for attempt in range(len(delays_s) + 1):
         with verify_slots(backend, concurrency):
             verdict = verify(task, code, backend, settings)
@@ -51,5 +50,5 @@ def verify_candidate(task: TaskSpec, code: str, backend: str, settings: VerifySe
             return verdict
         if attempt < len(delays_s):
             sleep(delays_s[attempt])
-    raise VerifierInfrastructureError(f"{task.task_id}: {verdict.infrastructure_error.splitlines()[0]} "
-                                      f"(after {len(delays_s) + 1} attempts)")
+    first = verdict.infrastructure_error.strip().splitlines()[0] if verdict.infrastructure_error.strip() else "?"
+    return replace(verdict, infrastructure_error=f"{first} (after {len(delays_s) + 1} attempts)")

@@ -5,7 +5,8 @@ Templates are text files in ``evokernel/prompts/templates/`` (package data) rend
 :class:`ContextItem` attributes.
 """
 
-from evokernel.prompts.build import build_distill_prompt, build_draft_prompt, build_refine_prompt
+from evokernel.prompts.build import build_distill_prompt, build_draft_prompt, build_refine_prompt, shown_before_memory
+from evokernel.prompts.dedup import repeat_of
 from evokernel.prompts.distill import parse_distillation
 from evokernel.prompts.extract import extract_code
 from evokernel.prompts.budget import SectionSize
@@ -14,5 +15,5 @@ from evokernel.prompts.types import AttemptSummary, CodeExtraction, ContextItem,
 __all__ = [
     "Prompt", "SectionSize", "ContextItem", "AttemptSummary", "DistilledItem", "CodeExtraction",
     "build_draft_prompt", "build_refine_prompt", "build_distill_prompt", "parse_distillation",
-    "extract_code",
+    "extract_code", "shown_before_memory", "repeat_of",
 ]

@@ -20,7 +20,7 @@ from typing import Sequence
 from kernelbench_npu.spec import TaskSpec
 
 from evokernel.prompts.budget import SECTION_BUDGETS, BlockSection, Fitted, SectionSize, fit_text
-from evokernel.prompts.dedup import ShownTexts
+from evokernel.prompts.dedup import ShownTexts, repeat_of
 from evokernel.prompts.shaping import compact_ok_lines, without_worked_example
 from evokernel.prompts.types import AttemptSummary, ContextItem, Prompt
 
@@ -69,13 +69,12 @@ def render_item(item: ContextItem, number: int, shown: ShownTexts) -> _Rendered:
     kind = KIND_LABELS.get(item.kind, item.kind)
     head = f"### {number}. [{kind}] {item.title.strip()} (Q = {_q(item.q_value)})"
     code = item.code if item.code and item.code.strip() else None
-    if shown.in_scaffold(item.body, code):
+    where = repeat_of(item.body, code, shown)
+    if where == "the backend scaffold":
         return _Rendered(f"{head}: already in the backend scaffold above; not repeated.", True)
-    if code and (where := shown.where(code)):
-        return _Rendered(f"{head}: same code as {where}; not repeated.", True)
+    if where:
+        return _Rendered(f"{head}: same {'code' if code else 'text'} as {where}; not repeated.", True)
     body_where = shown.where(item.body)
-    if not code and body_where:
-        return _Rendered(f"{head}: same text as {body_where}; not repeated.", True)
     parts = [head]
     if item.body and item.body.strip():
         parts.append(f"(Same text as {body_where}; not repeated.)" if body_where
@@ -135,11 +134,28 @@ def _common_sections(task: TaskSpec, scaffold: str) -> dict[str, Fitted]:
             "backend scaffold": fit_text("backend scaffold", scaffold.strip() or "(no scaffold for this backend)")}
 
 
+def shown_before_memory(scaffold: str, last_feedback: str | None, start_point: ContextItem | None = None,
+                        children: Sequence[ContextItem] = ()) -> ShownTexts:
+    """What a draft (no start point) or refine prompt holds before its retrieved items: the texts a
+    retrieved item must not repeat (the agent's retrieval skips an item :func:`repeat_of` finds)."""
+    if start_point is None:
+        shown = ShownTexts(scaffold)
+        shown.add(last_feedback, FEEDBACK_LABEL)
+        return shown
+    shown = ShownTexts(without_worked_example(scaffold))
+    shown.add_code(start_point.code, "the start point")
+    shown.add(start_point.body, "the start point")
+    shown.add(last_feedback, FEEDBACK_LABEL)
+    for number, child in enumerate(children, 1):
+        shown.add_code(child.code, f"earlier refinement {number}")
+        shown.add(child.body, f"earlier refinement {number}")
+    return shown
+
+
 def build_draft_prompt(task: TaskSpec, scaffold: str, context: Sequence[ContextItem],
                        last_feedback: str | None) -> Prompt:
     """Drafting: task, scaffold, retrieved items, last feedback, answer format."""
-    shown = ShownTexts(scaffold)
-    shown.add(last_feedback, FEEDBACK_LABEL)
+    shown = shown_before_memory(scaffold, last_feedback)
     sections = _common_sections(task, scaffold)
     sections["retrieved memory"] = _item_section("retrieved memory", context, "memory item", shown, NO_ITEMS)
     sections["verifier feedback"] = _feedback(last_feedback)

@@ -67,3 +67,16 @@ class ShownTexts:
         if not lines or not self._scaffold_lines:
             return False
         return len(lines & self._scaffold_lines) >= SCAFFOLD_COVERAGE * len(lines)
+
+
+def repeat_of(body: str | None, code: str | None, shown: ShownTexts) -> str | None:
+    """Where an item's text is already in the prompt ("the backend scaffold", "memory item 2", ...),
+    or None when the item would be shown: its code (or, without code, its body) is already there, or
+    all of it is in the scaffold. The renderer collapses such an item to a one-line reference; the
+    agent's retrieval leaves it out so that no slot is spent on it."""
+    code = code if code and code.strip() else None
+    if shown.in_scaffold(body, code):
+        return "the backend scaffold"
+    if code:
+        return shown.where(code)
+    return shown.where(body)

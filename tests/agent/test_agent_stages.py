@@ -16,8 +16,9 @@ from evokernel.agent.retrieval import gather_context
 from evokernel.agent.runtime import open_runtime
 from evokernel.agent.step import prepare_step
 from evokernel.config import load_settings
+from memory_lake import NewItem
 
-FAST = dict(latency_rounds=5, correctness_trials=5, verify_threads=2, alpha=0.5, epsilon=0.0, q_init=0.0)
+FAST = dict(latency_rounds=5, correctness_trials=5, verify_threads=2, alpha=0.5, epsilon=0.0, q_init=0.0, q1_init=0.0)
 
 
 def _runtime(tmp_path, build, method, script, budget, campaign_id="c1"):
@@ -33,6 +34,9 @@ def evokernel_run(tmp_path_factory, tiny_build):
     script = write_script(tmp / "script.json", [task.task_id], draft=["relu_draft_hack", "relu_draft_scalar"],
                           refine=["relu_refine_omp", "relu_refine_leaky_bug"])
     runtime = _runtime(tmp, tiny_build, "evokernel", script, budget=4)
+    # a new lake holds no item (the scaffold is in every prompt): give retrieval one to credit
+    runtime.ctx.lake.add_items([NewItem(kind="best_practice", backend="cpu", category=task.category, item_id="bp",
+                                        title="relu: vectorise", body="relu activation: vectorise with OpenMP simd.")])
     summary = run_task(runtime, task)
     stats = resume_task(runtime.ctx, task).refine_stats
     attempts = runtime.ctx.lake.query("SELECT * FROM attempts ORDER BY iteration").to_pylist()

@@ -79,3 +79,34 @@ def test_replay_rebuilds_the_same_state_in_any_input_order():
 def test_unknown_method_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown method 'greedy'"):
         method_policy("greedy")
+
+
+def test_the_machines_outcomes_use_the_budget_but_change_nothing_else():
+    machine = replace(outcome(1, False), owner="machine", reward=None, reward_normalized=None,
+                      machine_reason="reference worker crashed", trace_item_id=None, stage=2)
+    state = TaskState("t").after(outcome(0, True, ms=2.0), EVO)
+    after = state.after(machine, EVO)
+    assert after.iterations_done == 2 and after.start_points == state.start_points
+    assert after.refine_stats == state.refine_stats  # the normaliser never sees a machine outcome
+    assert after.machine_streak == 1 and after.machine_reason == "reference worker crashed"
+    assert after.after(outcome(2, False, stage=2), EVO).machine_streak == 0  # a judged outcome ends the streak
+
+
+def test_a_task_stops_after_machine_outcomes_in_a_row_and_a_rerun_resumes_it():
+    state, outs = TaskState("t"), []
+    for i in range(3):
+        outs.append(replace(outcome(i, False), owner="machine", reward=None, machine_reason="no g++ on PATH"))
+        state = state.after(outs[-1], EVO)
+    reason = state.stop_reason(budget=10, max_tokens=10**6, max_seconds=1e6)
+    assert reason.startswith("the machine failed 3 verifications in a row (no g++ on PATH)") and "rerun" in reason
+    assert replay("t", outs, EVO).stop_reason(budget=10, max_tokens=10**6, max_seconds=1e6) is None
+
+
+def test_no_blind_refinement_a_feasible_kernel_that_cannot_be_timed_ends_the_task():
+    untimed = replace(outcome(0, True), latency_unmeasurable="latency unavailable here: needs torch_npu and an NPU")
+    for policy in (EVO, METHODS["pass-at-k"]):
+        state = TaskState("t").after(outcome(0, False), policy).after(replace(untimed, iteration=1), policy)
+        reason = state.stop_reason(budget=30, max_tokens=10**6, max_seconds=1e6)
+        assert reason.startswith("feasible; latency is not measured on this machine (latency unavailable here"), reason
+    failed_untimed = replace(outcome(0, False), latency_unmeasurable="latency unavailable here: x")
+    assert TaskState("t").after(failed_untimed, EVO).stop_reason(30, 10**6, 1e6) is None  # no kernel yet: keep drafting

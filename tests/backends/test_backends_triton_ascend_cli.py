@@ -163,14 +163,18 @@ def test_scripted_campaign_on_two_triton_ascend_tasks(triton_ascend, tmp_path):
     rows = {ln.split()[0]: ln.split() for ln in summary.splitlines() if ln.startswith("KB-L1/")}
     assert set(rows) == {"KB-L1/1_VectorAdd", "KB-L1/2_RowSoftmax"}
     for task, row in rows.items():  # task attempts feasible first best-ms speedup stop...
-        assert row[1:4] == ["3", "True", "1"], (task, ran.stdout)
+        # no blind refinement: latency is not measured here, so the task ends at its feasible draft
+        assert row[1:4] == ["2", "True", "1"], (task, ran.stdout)
+        assert "latency is not measured on this machine" in " ".join(row), ran.stdout
     query = cli("lake", "query", "--lake", str(tmp_path / "lake"), "--format", "json",
                 "select task_id, iteration, failed_gate, feedback from attempts order by task_id, iteration", cwd=tmp_path)
     attempts = [json.loads(line) for line in query.stdout.splitlines() if line.strip()]
-    assert [a["failed_gate"] for a in attempts] == ["compile", "latency", "latency"] * 2
-    for first in (attempts[0], attempts[3]):
+    assert [a["failed_gate"] for a in attempts] == ["compile", "latency"] * 2
+    for first in (attempts[0], attempts[2]):
         assert "ub overflow, requires" in first["feedback"] and "1572864 bits available" in first["feedback"]
-    for feasible in attempts[1:3] + attempts[4:]:
+    for feasible in (attempts[1], attempts[3]):
+        assert feasible["feedback"].startswith("RESULT: passed every gate this machine can run"), feasible
+        assert "FAILED" not in feasible["feedback"]
         assert "[compile] ok: HIVM-level pass for Ascend910B2" in feasible["feedback"]
         assert "[correctness] ok" in feasible["feedback"]
         assert "latency unavailable here: needs torch_npu and an NPU" in feasible["feedback"]
