@@ -162,28 +162,27 @@ def llm(spec: str, config: "Settings", flag: str = "--llm") -> "LLM":
 
 
 # ---- lake export filters ----------------------------------------------------------------------
-def export_filters(lake, exclude_tasks: Sequence[str], kinds: Sequence[str]) -> None:
-    """Every --exclude-tasks id and --kinds kind must match items of the lake: a typo would otherwise
-    export what it was meant to leave out (test tasks), or nothing, without a word."""
+def export_filters(lake, exclude_tasks: Sequence[str], kinds: Sequence[str]) -> list[str]:
+    """An unknown --kinds name is an error; a filter value that matches no item of the lake is said
+    (one note line each, returned), never ignored without a word: a typo in a test task's id would
+    otherwise export the memory it was meant to leave out. (Excluding a task the lake never saw is
+    legitimate: a whole test split is excluded, attempted or not.)"""
     from memory_lake.schema import ITEM_KINDS
 
     for kind in kinds:
         if kind not in ITEM_KINDS:
             raise InputError(f"--kinds {kind}: not an item kind (kinds: {', '.join(ITEM_KINDS)})")
     if not exclude_tasks and not kinds:
-        return
+        return []
     present = lake.query("SELECT DISTINCT kind, task_id FROM items").to_pylist()
-    held_kinds = {row["kind"] for row in present}
-    for kind in kinds:
-        if kind not in held_kinds:
-            raise InputError(f"--kinds {kind}: the lake {lake.root} holds no item of this kind "
-                             f"(it holds {', '.join(sorted(held_kinds)) or 'no items'})")
+    held_kinds = sorted({row["kind"] for row in present})
+    notes = [f"--kinds {kind}: the lake holds no item of this kind (it holds {', '.join(held_kinds) or 'none'})"
+             for kind in kinds if kind not in held_kinds]
     held_tasks = sorted({row["task_id"] for row in present if row["task_id"]})
     for task_id in exclude_tasks:
         if task_id not in held_tasks:
             close = difflib.get_close_matches(task_id, held_tasks, n=3, cutoff=0.5)
-            hint = f"did you mean {', '.join(close)}?" if close else (
-                f"its items name {len(held_tasks)} task(s), e.g. {held_tasks[0]}" if held_tasks else
-                "its items name no task")
-            raise InputError(f"--exclude-tasks {task_id}: no item of the lake {lake.root} belongs to this task "
-                             f"({hint}); nothing would be left out")
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            notes.append(f"--exclude-tasks {task_id}: no item of the lake belongs to this task, nothing left out "
+                         f"for it{hint}")
+    return notes

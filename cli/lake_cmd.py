@@ -171,7 +171,8 @@ def _register_transfer(lake_app: typer.Typer) -> None:
 
         with one_line_errors(LakeError, InputError):
             opened = _open(lake)
-            export_filters(opened, _split(exclude_tasks), _split(kinds))  # a filter matching nothing: an error
+            for note in export_filters(opened, _split(exclude_tasks), _split(kinds)):  # what matched nothing
+                typer.echo(f"note: {note}", err=True)
             r = opened.export(out, _split(exclude_tasks), _split(kinds))
         typer.echo(f"exported {r.items} items ({r.q_values} with Q values) to {out}")
 

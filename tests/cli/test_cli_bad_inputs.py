@@ -126,3 +126,20 @@ def test_build_list_shows_every_task_with_level_category_and_lint(tmp_path, kb_b
     assert rows["KB-L1/1_ReLU"] == ["1", "activation", "ok"]
     assert rows["KB-L1/3_Zeros"][2].startswith("quarantined: ")
     assert result.stdout.splitlines()[-1].startswith("3 tasks (2 ok, 1 quarantined)")
+
+
+def test_lake_export_says_which_filters_matched_nothing(tmp_path):
+    from typer.testing import CliRunner
+
+    from cli.main import app
+    from memory_lake import Lake, NewItem
+
+    with Lake.create(tmp_path / "lake", "cpu") as lake:
+        lake.add_items([NewItem(kind="experience", backend="cpu", title="t", body="b", task_id="KB-L1/1_ReLU")])
+    base = ["lake", "export", "--lake", str(tmp_path / "lake"), "--out", str(tmp_path / "m.parquet")]
+    wrong_kind = CliRunner().invoke(app, [*base, "--kinds", "traces"])
+    assert wrong_kind.exit_code == 2 and wrong_kind.stderr.strip().startswith("error: --kinds traces: not an item kind")
+    typo = CliRunner().invoke(app, [*base, "--exclude-tasks", "KB-L1/1_Relu"])
+    assert typo.exit_code == 0 and "exported 1 items" in typo.stdout
+    assert typo.stderr.strip() == ("note: --exclude-tasks KB-L1/1_Relu: no item of the lake belongs to this task, "
+                                   "nothing left out for it; did you mean KB-L1/1_ReLU?")

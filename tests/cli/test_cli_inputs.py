@@ -200,15 +200,17 @@ def test_an_existing_lake_must_match_the_backend_and_a_resumed_campaign(tmp_path
         inputs_lake.known_campaigns(uri, ["c1", "c2"])
 
 
-def test_export_filters_that_match_nothing_are_errors(tmp_path):
+def test_export_filters_that_match_nothing_are_said_and_unknown_kinds_are_errors(tmp_path):
     from memory_lake import Lake, NewItem
 
     with Lake.create(tmp_path / "lake", "cpu") as lake:
         lake.add_items([NewItem(kind="experience", backend="cpu", title="t", body="b", task_id="KB-L1/1_ReLU")])
-        inputs.export_filters(lake, ["KB-L1/1_ReLU"], ["experience"])
-        with pytest.raises(InputError, match=r"--exclude-tasks KB-L1/1_Relu: no item .*did you mean KB-L1/1_ReLU"):
-            inputs.export_filters(lake, ["KB-L1/1_Relu"], [])
+        assert inputs.export_filters(lake, ["KB-L1/1_ReLU"], ["experience"]) == []
+        notes = inputs.export_filters(lake, ["KB-L1/1_Relu", "L3/9_other"], ["trace"])
+        assert notes == ["--kinds trace: the lake holds no item of this kind (it holds experience)",
+                         "--exclude-tasks KB-L1/1_Relu: no item of the lake belongs to this task, nothing left out "
+                         "for it; did you mean KB-L1/1_ReLU?",
+                         "--exclude-tasks L3/9_other: no item of the lake belongs to this task, nothing left out "
+                         "for it"]
         with pytest.raises(InputError, match=r"--kinds traces: not an item kind \(kinds: api_template"):
             inputs.export_filters(lake, [], ["traces"])
-        with pytest.raises(InputError, match=r"--kinds trace: the lake .* holds no item of this kind \(it holds experience\)"):
-            inputs.export_filters(lake, [], ["trace"])
