@@ -26,6 +26,7 @@ QUICK_ARGS = {
     "reward_noise": ["--resubmissions", "3", "--pairs", "1", "--rounds", "10"],
     "sleef_drafts": ["--repeats", "1", "--rounds", "10"],
     "triton_ascend_gate": ["--repeats", "1"],
+    "bad_inputs": [],
 }
 
 

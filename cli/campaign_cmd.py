@@ -110,5 +110,6 @@ def print_summary(result: dict) -> None:
                    f"{t['stop_reason']}")
     typer.echo("first: iteration of the first feasible kernel (0-based); speedup: the best kernel's over PyTorch, "
                "paired in its own verification; its ms: that kernel's time")
-    if result.get("report"):
-        typer.echo(f"report: {result['report']}")
+    report = result.get("report")
+    if report:  # the report flow's result: its paths, data quality, ...
+        typer.echo(f"report: {report.get('html', report) if isinstance(report, dict) else report}")

@@ -162,16 +162,22 @@ def llm(spec: str, config: "Settings", flag: str = "--llm") -> "LLM":
 
 
 # ---- lake export filters ----------------------------------------------------------------------
+ITEM_KINDS = ("api_template", "experience", "trace", "best_practice")  # memory_lake.schema.ITEM_KINDS
+
+
+def item_kinds(kinds: Sequence[str]) -> None:
+    """Each --kinds value names an item kind (checked without opening the lake)."""
+    for kind in kinds:
+        if kind not in ITEM_KINDS:
+            raise InputError(f"--kinds {kind}: not an item kind (kinds: {', '.join(ITEM_KINDS)})")
+
+
 def export_filters(lake, exclude_tasks: Sequence[str], kinds: Sequence[str]) -> list[str]:
     """An unknown --kinds name is an error; a filter value that matches no item of the lake is said
     (one note line each, returned), never ignored without a word: a typo in a test task's id would
     otherwise export the memory it was meant to leave out. (Excluding a task the lake never saw is
     legitimate: a whole test split is excluded, attempted or not.)"""
-    from memory_lake.schema import ITEM_KINDS
-
-    for kind in kinds:
-        if kind not in ITEM_KINDS:
-            raise InputError(f"--kinds {kind}: not an item kind (kinds: {', '.join(ITEM_KINDS)})")
+    item_kinds(kinds)
     if not exclude_tasks and not kinds:
         return []
     present = lake.query("SELECT DISTINCT kind, task_id FROM items").to_pylist()

@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 
 from cli.errors import fail, one_line_errors
-from cli.inputs import InputError, export_filters
+from cli.inputs import InputError, export_filters, item_kinds
 from cli.inputs_lake import lake_path
 
 LAKE_OPT = typer.Option(..., "--lake", help="lake directory, or ducklake:postgres:<libpq conninfo>")
@@ -59,10 +59,10 @@ def _register_lifecycle(lake_app: typer.Typer) -> None:
              q_init: float = typer.Option(0.0, "--q-init", help="initial Q of every item"),
              data_path: Optional[str] = DATA_PATH_OPT) -> None:
         """Create the lake's tables and load the backend's seed knowledge (api_templates)."""
+        with one_line_errors(InputError):  # before DuckDB is imported
+            lake_path(lake, must_exist=False)
         from memory_lake import Lake, LakeError
 
-        with one_line_errors(InputError):
-            lake_path(lake, must_exist=False)
         with one_line_errors(LakeError):
             try:
                 seeds = _seed_items(backend)
@@ -169,6 +169,8 @@ def _register_transfer(lake_app: typer.Typer) -> None:
         """Export items with their Q values (e.g. a strong model's memory, test tasks filtered out)."""
         from memory_lake import LakeError
 
+        with one_line_errors(InputError):
+            item_kinds(_split(kinds))
         with one_line_errors(LakeError, InputError):
             opened = _open(lake)
             for note in export_filters(opened, _split(exclude_tasks), _split(kinds)):  # what matched nothing

@@ -214,3 +214,9 @@ def test_export_filters_that_match_nothing_are_said_and_unknown_kinds_are_errors
                          "for it"]
         with pytest.raises(InputError, match=r"--kinds traces: not an item kind \(kinds: api_template"):
             inputs.export_filters(lake, [], ["traces"])
+
+
+def test_the_cli_knows_the_lakes_item_kinds():
+    from memory_lake.schema import ITEM_KINDS
+
+    assert inputs.ITEM_KINDS == ITEM_KINDS  # kept in cli/inputs.py so the check needs no DuckDB import
