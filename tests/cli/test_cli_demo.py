@@ -22,6 +22,7 @@ def test_the_script_is_generated_from_the_kernels_and_fills_the_budget():
     for task, stages in make_script.PLAN.items():
         assert sum(len(entries) for entries in stages.values()) == make_script.BUDGET, task
         assert script["responses"][task]["distill"], task
+    assert {p.stem for p in (make_script.HERE / "kernels").glob("*.py")} == {stem for _t, stem, _g in CASES}
     gates = {gate for _task, _stem, gate in CASES}
     assert {"hack", "compile", "correctness", None} <= gates  # a failure at each gate, and kernels that pass
 

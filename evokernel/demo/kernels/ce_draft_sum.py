@@ -5,15 +5,17 @@ from verifier.cpu_native import load_c
 SOURCE = r'''
 #include <math.h>
 #include <stdint.h>
-// Cross-entropy per row: log-sum-exp of the logits minus the target's logit, added over the batch.
+// Cross-entropy per row, rows over the thread pool: log-sum-exp of the logits (max subtracted)
+// minus the target's logit, added over the batch.
 extern "C" void cross_entropy(const float* x, const int64_t* target, float* out, long rows, long classes) {
     double total = 0.0;
+    #pragma omp parallel for reduction(+ : total)
     for (long r = 0; r < rows; ++r) {
         const float* xr = x + r * classes;
-        float m = xr[0];
+        double m = xr[0];
         for (long c = 1; c < classes; ++c) m = xr[c] > m ? xr[c] : m;
         double s = 0.0;
-        for (long c = 0; c < classes; ++c) s += exp((double)(xr[c] - m));
+        for (long c = 0; c < classes; ++c) s += exp(xr[c] - m);
         total += m + log(s) - xr[target[r]];
     }
     out[0] = (float)total;

@@ -4,15 +4,22 @@ from verifier.cpu_native import load_c
 
 SOURCE = r'''
 #include <math.h>
-// One row at a time: the mean of squares, then scale by rsqrt(mean + eps) and the weight.
+#include <stdlib.h>
+// The reference op by op, each a parallel loop: the mean of squares per row, the scale per row,
+// then x * scale * weight over every element.
 extern "C" void rms_norm(const float* x, const float* w, float* y, long rows, long cols, float eps) {
+    double* ms = (double*)malloc(rows * sizeof(double));
+    #pragma omp parallel for
     for (long r = 0; r < rows; ++r) {
-        const float* xr = x + r * cols;
         double q = 0.0
-        for (long c = 0; c < cols; ++c) q += (double)xr[c] * xr[c];
-        float scale = (float)(1.0 / sqrt(q / cols + eps));
-        for (long c = 0; c < cols; ++c) y[r * cols + c] = xr[c] * scale * w[c];
+        for (long c = 0; c < cols; ++c) q += (double)x[r * cols + c] * x[r * cols + c];
+        ms[r] = q / cols;
     }
+    #pragma omp parallel for
+    for (long r = 0; r < rows; ++r) ms[r] = 1.0 / sqrt(ms[r] + eps);
+    #pragma omp parallel for
+    for (long i = 0; i < rows * cols; ++i) y[i] = x[i] * (float)ms[i / cols] * w[i % cols];
+    free(ms);
 }
 '''
 

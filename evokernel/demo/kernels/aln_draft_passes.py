@@ -4,21 +4,30 @@ from verifier.cpu_native import load_c
 
 SOURCE = r'''
 #include <math.h>
-// y = LayerNorm(x + residual) * gain, one row at a time.
+#include <stdlib.h>
+// y = LayerNorm(x + residual) * gain, op by op as the reference does, each a parallel loop: the sum,
+// the row statistics, then normalisation, LayerNorm's affine and the gain.
 extern "C" void add_ln_scale(const float* x, const float* res, const float* w, const float* b,
                              const float* gain, float* y, long rows, long cols, float eps) {
+    double* mean = (double*)malloc(rows * sizeof(double));
+    double* rstd = (double*)malloc(rows * sizeof(double));
+    #pragma omp parallel for
+    for (long i = 0; i < rows * cols; ++i) y[i] = x[i] + res[i];
+    #pragma omp parallel for
     for (long r = 0; r < rows; ++r) {
-        const float* xr = x + r * cols;
-        const float* rr = res + r * cols;
-        float* yr = y + r * cols;
-        double s = 0.0;
-        for (long c = 0; c < cols; ++c) { yr[c] = xr[c] + rr[c]; s += yr[c]; }
-        float mean = (float)(s / cols);
-        double q = 0.0;
-        for (long c = 0; c < cols; ++c) q += (double)(yr[c] - mean) * (yr[c] - mean);
-        float rstd = (float)(1.0 / sqrt(q / cols + eps));
-        for (long c = 0; c < cols; ++c) yr[c] = ((yr[c] - mean) * rstd * w[c] + b[c]) * gain[c];
+        double s = 0.0, q = 0.0;
+        for (long c = 0; c < cols; ++c) s += y[r * cols + c];
+        mean[r] = s / cols;
+        for (long c = 0; c < cols; ++c) q += (y[r * cols + c] - mean[r]) * (y[r * cols + c] - mean[r]);
+        rstd[r] = 1.0 / sqrt(q / cols + eps);
     }
+    #pragma omp parallel for
+    for (long i = 0; i < rows * cols; ++i) {
+        long r = i / cols, c = i % cols;
+        y[i] = ((float)((y[i] - mean[r]) * rstd[r]) * w[c] + b[c]) * gain[c];
+    }
+    free(mean);
+    free(rstd);
 }
 '''
 
