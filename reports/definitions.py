@@ -69,7 +69,8 @@ DEFINITIONS: tuple[MetricDefinition, ...] = (
         "above 25%: other work shared the cores) or implausible (faster than this machine's measured "
         "roofline allows, or beyond the 10x plausibility bound where no roofline exists). A noisy timing "
         "counts in every speedup figure (geomean, fast_p, over first draft, the distribution plot) at the "
-        "low end of its 95% CI instead of its median, so one lucky measurement on a loaded machine cannot "
+        "conservative end of its 95% CI instead of its median (the low end for a best kernel, the high end "
+        "for the first draft a gain is measured from), so one lucky measurement on a loaded machine cannot "
         "drive a headline; an implausible one is left out. Columns: tasks whose best kernel's timing was "
         "noisy / tasks with an implausible feasible timing.",
         "task_outcomes"),

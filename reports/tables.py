@@ -72,7 +72,8 @@ RESULT_COLUMNS: tuple[Column, ...] = (
      lambda r: f"{number(r['n_flagged_best'], 0)} / {number(r.get('n_implausible_tasks'), 0)}"),
 )
 FLAGS_NOTE = ("Flagged timings: a noisy one (round-to-round spread above 25%: a loaded machine) counts in every "
-              "speedup figure at the low end of its 95% CI, not its median; one faster than this machine's "
+              "speedup figure at the conservative end of its 95% CI, not its median (the low end for a best "
+              "kernel, the high end for the first draft a gain is measured from); one faster than this machine's "
               "roofline allows (or beyond the plausibility bound where no roofline exists) is left out.")
 COST_COLUMNS: tuple[Column, ...] = (
     ("LLM calls", lambda r: number(r["llm_calls"], 0)),
