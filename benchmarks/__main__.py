@@ -29,6 +29,7 @@ QUICK_ARGS = {
     "sleef_drafts": ["--repeats", "1", "--rounds", "10"],
     "triton_ascend_gate": ["--repeats", "1"],
     "memory_learning": ["--quick"],
+    "bad_inputs": [],
 }
 
 

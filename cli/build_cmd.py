@@ -1,9 +1,10 @@
 """`evokernel build`: build a benchmark (bundled problems plus any KernelBench checkouts) for a backend.
 
-Prints progress lines, then the build hash as the last line of stdout. ``--explain TASK_ID``
-builds nothing: it prints one task of the build at ``--out`` (original vs adapted sizes,
-tolerance, how it was linted, the verdict and its reason, and for the NPU backends which gates
-run on the build machine for it).
+Prints progress lines, then the build hash as the last line of stdout. ``--list`` and
+``--explain TASK_ID`` build nothing: they read the build at ``--out``; ``--list`` prints its task
+ids with level, category and lint status (the ids every other command takes), ``--explain`` one
+task (original vs adapted sizes, tolerance, how it was linted, the verdict and its reason, and for
+the NPU backends which gates run on the build machine for it).
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import List, Optional
 
 import typer
 
-from cli.errors import fail
+from cli import inputs
+from cli.errors import fail, one_line_errors
+from cli.inputs import InputError
 
 
 def parse_levels(text: str) -> tuple[int, ...]:
@@ -38,11 +41,18 @@ def register(app: typer.Typer) -> None:
         no_bundled: bool = typer.Option(False, "--no-bundled", help="leave out the bundled problems"),
         quiet: bool = typer.Option(False, "--quiet", help="print only the summary and the hash"),
         explain: Optional[str] = typer.Option(None, "--explain", metavar="TASK_ID",
-                                              help="print one task of the build at --out instead of building"),
+                                              help="print one task of the build at --out instead of building, "
+                                              "e.g. L1/001_relu (bundled) or KB-L1/19_ReLU (KernelBench)"),
+        list_tasks: bool = typer.Option(False, "--list", help="list the task ids of the build at --out (level, "
+                                        "category, lint status) instead of building"),
     ) -> None:
         """Load, size, lint and validate problems; write manifest.parquet, problems/, build.json."""
-        if explain is not None:
-            explain_task_cmd(out or Path(f"runs/build-{backend}"), explain)
+        if list_tasks or explain is not None:
+            with one_line_errors(InputError):
+                found = inputs.build(out or Path(f"runs/build-{backend}"), flag="--out")
+                if explain is not None:
+                    inputs.task(found, explain, flag="--explain")
+            typer.echo(task_list(found) if list_tasks else explain_task_cmd(found.root, explain))
             return
         from kernelbench_npu.build import build_benchmark
         from kernelbench_npu.loader import ProblemError
@@ -78,11 +88,22 @@ def backend_judge(backend: str):
     return None
 
 
-def explain_task_cmd(build: Path, task_id: str) -> None:
+def explain_task_cmd(build: Path, task_id: str) -> str:
     from kernelbench_npu.explain import explain_task
     from kernelbench_npu.spec import BuildError
 
-    try:
-        typer.echo(explain_task(build, task_id))
-    except BuildError as exc:
-        fail(str(exc).splitlines()[0])
+    with one_line_errors(BuildError):
+        return explain_task(build, task_id)
+
+
+def task_list(build) -> str:
+    """One line per task: id, level, category, lint status (with the quarantine reason), then a count."""
+    width = max((len(t.task_id) for t in build.tasks), default=4)
+    lines = [f"{'task':{width}}  level  {'category':16} lint"]
+    for t in build.tasks:
+        lint = t.lint_status + (f": {t.lint_reason}" if t.quarantined and t.lint_reason else "")
+        lines.append(f"{t.task_id:{width}}  {t.level:>5}  {t.category:16} {lint}")
+    runnable = len(build.runnable())
+    lines.append(f"{len(build.tasks)} tasks ({runnable} ok, {len(build.tasks) - runnable} quarantined) in "
+                 f"{build.root}, backend {build.backend}, hash {build.build_hash[:16]}")
+    return "\n".join(lines)

@@ -11,6 +11,7 @@ from typing import List, Optional
 import typer
 
 from cli.errors import fail
+from cli.inputs import split_list
 
 
 def register(app: typer.Typer) -> None:
@@ -20,8 +21,10 @@ def register(app: typer.Typer) -> None:
         lake: str = typer.Option(..., "--lake", help="memory lake directory (created if missing), or "
                                  "ducklake:postgres:<libpq conninfo>"),
         llm: str = typer.Option(..., "--llm", help="openai:MODEL | anthropic:MODEL | openai-compatible:MODEL@URL | scripted:FILE"),
-        method: str = typer.Option("evokernel", "--method", help="evokernel | pass-at-k | refinement | heuristic | no-memory"),
-        budget: int = typer.Option(30, "--budget", help="iterations per task, shared by drafting and refining"),
+        method: Optional[str] = typer.Option(None, "--method", help="evokernel | pass-at-k | refinement | heuristic "
+                                             "(default: the settings', evokernel)"),
+        budget: Optional[int] = typer.Option(None, "--budget", help="iterations per task, shared by drafting and "
+                                             "refining (default: the settings', 30)"),
         tasks: Optional[List[str]] = typer.Option(None, "--tasks", help="task ids (repeatable or comma-separated); default: all runnable"),
         campaign_id: Optional[str] = typer.Option(None, "--campaign-id", help="resume this campaign, or name a new one"),
         order: str = typer.Option("level", "--order", help="level (L1 before L2) | given"),
@@ -32,19 +35,20 @@ def register(app: typer.Typer) -> None:
                                                    "at tcp://HOST:PORT (implies EVOKERNEL_TASK_RUNNER=dask)"),
     ) -> None:
         """Draft and refine kernels for the build's tasks, sharing one memory; resumable by id."""
-        task_ids = [t for item in tasks or [] for t in item.split(",") if t]
+        task_ids = split_list(tasks)
         overrides = {"parallel_tasks": parallel_tasks, "dask_address": dask_address,
                      "task_runner": "dask" if dask_address else None}
         result = run_campaign_cli(build=build, lake=lake, llm=llm, method=method, budget=budget,
                                   tasks=task_ids, campaign_id=campaign_id, order=order, report=report,
                                   config_file=config_file,
-                                  settings_overrides={k: v for k, v in overrides.items() if v} or None)
+                                  settings_overrides={k: v for k, v in overrides.items() if v is not None} or None)
         print_summary(result)
 
 
 def run_campaign_cli(**kwargs) -> dict:
     """Run the campaign flow on one Prefect API with a live progress bar read from the lake;
-    one-line errors for expected failures."""
+    one-line errors for expected failures. Every input is checked first: nothing starts before."""
+    settings = _checked_settings(kwargs)
     from cli.campaign_interrupt import Interruptible, ended, refuse_running
     from cli.prefect_env import apply_prefect_defaults
 
@@ -60,9 +64,9 @@ def run_campaign_cli(**kwargs) -> dict:
     from kernelbench_npu.spec import BuildError
     from memory_lake import LakeError
 
-    settings = _checked_settings(kwargs)
     refuse_running(kwargs["lake"], kwargs.get("campaign_id"))
     params = {k: (str(v) if isinstance(v, Path) else v) for k, v in kwargs.items()}
+    params.update(method=settings.method, budget=settings.budget)  # an option not given: env, config, default
     params["report_out"] = params.pop("report")
     params["tasks"] = params["tasks"] or None
     try:
@@ -97,34 +101,35 @@ def _flow_result(flow, params: dict, handlers) -> dict:
 
 
 def _checked_settings(kwargs: dict):
-    """The campaign's settings, checked before a Prefect server starts: config, build, backend, and a
-    Dask scheduler whose workers may be on other hosts needs a Prefect API they can reach."""
-    from evokernel.agent.runtime import CampaignError, campaign_backend
-    from evokernel.config import ConfigError, load_settings
-    from flows.prefect_api import needs_reachable_api
-    from kernelbench_npu.spec import BuildError, load_build
+    """The campaign's settings, every input checked before a Prefect server starts or a lake is
+    created (cli/inputs_campaign.py): one line naming the option, file or variable at fault."""
+    from cli.inputs import InputError
+    from cli.inputs_campaign import check_campaign
 
     try:
-        settings = load_settings(kwargs["config_file"], **{**(kwargs.get("settings_overrides") or {}),
-                                 "build": kwargs["build"], "lake": kwargs["lake"], "llm": kwargs["llm"],
-                                 "method": kwargs["method"], "budget": kwargs["budget"]})
-        campaign_backend(settings, load_build(kwargs["build"]))
-    except (ConfigError, BuildError, CampaignError) as exc:
-        fail(str(exc).splitlines()[0])
-    if needs_reachable_api(settings.dask_address):
-        fail(f"dask_address {settings.dask_address}: its workers may run on other hosts, which cannot reach a "
-             "Prefect server started here on loopback; set PREFECT_API_URL to a server they reach "
-             "(README: distributed campaigns)")
-    return settings
+        return check_campaign(**{k: kwargs.get(k) for k in CHECKED}).settings
+    except InputError as exc:
+        fail(str(exc))
+
+
+CHECKED = ("build", "lake", "llm", "method", "budget", "tasks", "campaign_id", "order", "config_file",
+           "settings_overrides")
 
 
 def print_summary(result: dict) -> None:
+    """Per task: attempts, whether a feasible kernel was found, the iteration of the first one
+    (0-based, as in the lake), and the best kernel (by speedup over PyTorch, each measured paired
+    with the reference): its speedup and its own time (not the lowest time of any kernel)."""
     typer.echo(f"\ncampaign {result['campaign_id']}")
-    typer.echo(f"{'task':34} {'attempts':>8} {'feasible':>8} {'first':>5} {'best ms':>10} {'speedup':>8}  stop")
+    typer.echo(f"{'task':34} {'attempts':>8} {'feasible':>8} {'first':>5} {'speedup':>8} {'its ms':>10}  stop")
     for t in result["tasks"]:
         best = f"{t['best_ms']:.3f}" if t["best_ms"] else "-"
         speed = f"{t['best_speedup']:.2f}x" if t["best_speedup"] else "-"
         first = "-" if t["first_feasible_iteration"] is None else str(t["first_feasible_iteration"])
-        typer.echo(f"{t['task_id']:34} {t['attempts']:>8} {str(t['feasible']):>8} {first:>5} {best:>10} {speed:>8}  {t['stop_reason']}")
-    if result.get("report"):
-        typer.echo(f"report: {result['report']}")
+        typer.echo(f"{t['task_id']:34} {t['attempts']:>8} {str(t['feasible']):>8} {first:>5} {speed:>8} {best:>10}  "
+                   f"{t['stop_reason']}")
+    typer.echo("first: iteration of the first feasible kernel (0-based); speedup: the best kernel's over PyTorch, "
+               "paired in its own verification; its ms: that kernel's time")
+    report = result.get("report")
+    if report:  # the report flow's result: its paths, data quality, ...
+        typer.echo(f"report: {report.get('html', report) if isinstance(report, dict) else report}")

@@ -10,6 +10,8 @@ from typing import List, Optional
 import typer
 
 from cli.errors import fail, one_line_errors
+from cli.inputs import InputError, export_filters, item_kinds
+from cli.inputs_lake import lake_path
 
 LAKE_OPT = typer.Option(..., "--lake", help="lake directory, or ducklake:postgres:<libpq conninfo>")
 DATA_PATH_OPT = typer.Option(None, "--data-path", help="where a new catalog lake keeps its Parquet files: a "
@@ -22,6 +24,8 @@ AS_OF_OPT = typer.Option(None, "--as-of", help="read the lake as it was at a sna
 def _open(root: str):
     from memory_lake import Lake
 
+    with one_line_errors(InputError):  # a file, a damaged catalog, no lake: one line before DuckDB
+        lake_path(root, must_exist=True)
     return Lake.open(root)
 
 
@@ -57,6 +61,8 @@ def _register_lifecycle(lake_app: typer.Typer) -> None:
              q_init: float = typer.Option(0.0, "--q-init", help="initial Q of every item"),
              data_path: Optional[str] = DATA_PATH_OPT) -> None:
         """Create the lake's tables and load the backend's seed knowledge (api_templates)."""
+        with one_line_errors(InputError):  # before DuckDB is imported
+            lake_path(lake, must_exist=False)
         from memory_lake import Lake, LakeError
 
         with one_line_errors(LakeError):
@@ -182,8 +188,13 @@ def _register_transfer(lake_app: typer.Typer) -> None:
         """Export items with their Q values (e.g. a strong model's memory, test tasks filtered out)."""
         from memory_lake import LakeError
 
-        with one_line_errors(LakeError):
-            r = _open(lake).export(out, _split(exclude_tasks), _split(kinds))
+        with one_line_errors(InputError):
+            item_kinds(_split(kinds))
+        with one_line_errors(LakeError, InputError):
+            opened = _open(lake)
+            for note in export_filters(opened, _split(exclude_tasks), _split(kinds)):  # what matched nothing
+                typer.echo(f"note: {note}", err=True)
+            r = opened.export(out, _split(exclude_tasks), _split(kinds))
         typer.echo(f"exported {r.items} items ({r.q_values} with Q values) to {out}")
 
     @lake_app.command("import")

@@ -7,8 +7,10 @@ from typing import Optional
 
 import typer
 
+from cli import inputs
 from cli.errors import one_line_errors
-from evokernel.config import ConfigError, load_settings
+from cli.inputs import InputError
+from evokernel.config import ConfigError
 
 CHECK_PROMPT = "Reply with the single word: ready"
 
@@ -27,12 +29,13 @@ def register(app: typer.Typer) -> None:
         config_file: Optional[Path] = typer.Option(None, "--config", help="TOML settings file"),
     ) -> None:
         """Send one request through SPEC (with the retry policy) and print the accounting."""
-        from evokernel.llm import LLMError, LLMRequest, make_llm
+        from evokernel.llm import LLMError, LLMRequest
         from evokernel.llm.pricing import PriceTableError
 
+        with one_line_errors(InputError):
+            settings = inputs.settings(config_file, llm=llm)
+            provider = inputs.llm(settings.llm, settings, flag="--llm" if llm else "llm setting")
         with one_line_errors(ConfigError, LLMError, PriceTableError, ValueError):
-            settings = load_settings(config_file, llm=llm)
-            provider = make_llm(settings.llm, settings)
             done = provider.complete(LLMRequest(system="You are a terse assistant.", prompt=prompt,
                                                 task_id=task_id, stage=stage, max_output_tokens=max_output_tokens,
                                                 temperature=settings.llm_temperature))

@@ -8,14 +8,17 @@ from typing import Optional
 
 import typer
 
+from cli import inputs, inputs_lake
 from cli.errors import one_line_errors
+from cli.inputs import InputError
 
 
 def register(app: typer.Typer) -> None:
     @app.command("prompt")
     def prompt(
         build: Path = typer.Option(..., "--build", help="benchmark build directory (evokernel build)"),
-        task: str = typer.Option(..., "--task", help="task id in the build, e.g. L1/019_ReLU"),
+        task: str = typer.Option(..., "--task", help="task id in the build, e.g. L1/001_relu (bundled) or "
+                                 "KB-L1/19_ReLU (KernelBench); `evokernel build --list` lists them"),
         lake: Path = typer.Option(..., "--lake", help="memory lake directory (read only; need not exist)"),
         stage: Optional[int] = typer.Option(None, "--stage", help="1 drafting | 2 refining (default: 1, or the campaign's)"),
         campaign_id: Optional[str] = typer.Option(None, "--campaign-id", help="show this campaign's next step on the task"),
@@ -24,15 +27,20 @@ def register(app: typer.Typer) -> None:
         config_file: Optional[Path] = typer.Option(None, "--config", help="TOML settings file"),
     ) -> None:
         """Show what the model would be sent: system and user prompt, then the section sizes."""
+        with one_line_errors(InputError):  # every input, before the lake is read
+            if stage is not None:
+                inputs.choice("--stage", str(stage), ("1", "2"))
+            settings = inputs.settings(config_file, build=build, lake=lake, method=method)
+            found = inputs.build(settings.build)
+            inputs.settings_backend(settings, found)
+            inputs.task(found, task)
+            inputs_lake.campaign_lake(str(settings.lake), found.backend)
         from evokernel.agent.preview import PreviewError, preview_step
         from evokernel.agent.runtime import CampaignError
-        from evokernel.config import ConfigError, load_settings
         from kernelbench_npu.spec import BuildError
         from memory_lake.errors import LakeError
 
-        with one_line_errors(ConfigError, BuildError, CampaignError, PreviewError, LakeError, ValueError):
-            overrides = {"build": build, "lake": lake, **({"method": method} if method else {})}
-            settings = load_settings(config_file, **overrides)
+        with one_line_errors(BuildError, CampaignError, PreviewError, LakeError, ValueError):
             preview = preview_step(settings, task, stage, campaign_id)
         request = preview.plan.request
         typer.echo(f"# {task}, stage {preview.plan.stage} ({request.stage}): {preview.origin}")

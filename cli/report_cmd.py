@@ -11,7 +11,9 @@ from typing import List, Optional
 
 import typer
 
-from cli.errors import EXIT_FAILED, fail
+from cli import inputs_lake
+from cli.errors import EXIT_FAILED, fail, one_line_errors
+from cli.inputs import InputError, split_list
 
 
 def register(app: typer.Typer) -> None:
@@ -26,11 +28,16 @@ def register(app: typer.Typer) -> None:
                                             "or timestamp (`evokernel lake snapshots`), e.g. before a campaign"),
     ) -> None:
         """Report campaigns side by side: metrics, learning curves, Q trajectories, data quality."""
+        campaign_ids = split_list(campaign)
+        with one_line_errors(InputError):  # every input, before the report is computed
+            inputs_lake.lake_path(lake, must_exist=True)
+            if out.exists() and not out.is_dir():
+                raise InputError(f"--out {out}: is a file; the report is a directory (index.html, summary.md, ...)")
+            inputs_lake.known_campaigns(lake, campaign_ids)
         from reports.build import ReportError, write_report
 
-        campaign_ids = [c for item in campaign or [] for c in item.split(",") if c] or None
         try:
-            result = write_report(lake, out, campaign_ids, as_of)
+            result = write_report(lake, out, campaign_ids or None, as_of)
         except ReportError as exc:
             fail(str(exc).splitlines()[0] if str(exc) else "report failed")
             return

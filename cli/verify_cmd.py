@@ -11,14 +11,17 @@ from typing import Optional
 
 import typer
 
+from cli import inputs
 from cli.errors import EXIT_FAILED, EXIT_OK, fail, one_line_errors
+from cli.inputs import InputError
 
 
 def register(app: typer.Typer) -> None:
     @app.command("verify")
     def verify_command(
         build: Path = typer.Option(..., "--build", help="benchmark build directory (manifest.parquet)"),
-        task: str = typer.Option(..., "--task", help="task id, e.g. L1/001_relu"),
+        task: str = typer.Option(..., "--task", help="task id in the build, e.g. L1/001_relu (bundled) or "
+                                 "KB-L1/19_ReLU (a KernelBench checkout); `evokernel build --list` lists them"),
         candidate: Path = typer.Option(..., "--candidate", help="candidate Python file (class ModelNew)"),
         backend: Optional[str] = typer.Option(None, "--backend", help="backend (default: the build's)"),
         threads: int = typer.Option(2, "--threads", min=1, help="thread budget for candidate and reference"),
@@ -26,21 +29,16 @@ def register(app: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="print the verdict as one JSON object"),
     ) -> None:
         """Verify CANDIDATE against TASK: hack -> compile -> correctness -> latency."""
-        from kernelbench_npu.spec import BuildError, load_build
+        with one_line_errors(InputError):  # every input, before the verifier is imported
+            spec = inputs.task(inputs.build(build), task)
+            source = inputs.candidate_source(candidate)
+            chosen = inputs.backend(backend) if backend else spec.variant
         from verifier.api import verify
         from verifier.settings import VerifySettings
 
-        with one_line_errors(BuildError):
-            spec = load_build(build).task(task)
-        if not candidate.is_file():
-            fail(f"{candidate}: candidate file not found")
-        try:
-            source = candidate.read_text()
-        except (OSError, UnicodeDecodeError) as exc:
-            fail(f"{candidate}: cannot read candidate ({exc})")
         with one_line_errors(ValueError):
             settings = VerifySettings(threads=threads, latency_rounds=rounds)
-        verdict = verify(spec, source, backend or spec.variant, settings)
+        verdict = verify(spec, source, chosen, settings)
         if as_json:
             typer.echo(json.dumps(verdict.to_json_dict(), indent=2))
         else:

@@ -78,37 +78,56 @@ class Settings(BaseSettings):
         return value
 
 
-# Environment variables with the prefix that are not settings (pydantic-settings ignores them).
-_ENV_NOT_SETTINGS = {"EVOKERNEL_CONFIG", "EVOKERNEL_LAKE_DATA_PATH"}  # the second: memory_lake's own
+# Environment variables with the prefix that are not settings (pydantic-settings ignores them):
+# the config file; memory_lake's data path for new catalog lakes; the project directory that
+# prefect.yaml's pull step changes into (a worker running scheduled campaigns has it exported).
+ENV_NOT_SETTINGS = {"EVOKERNEL_CONFIG", "EVOKERNEL_LAKE_DATA_PATH", "EVOKERNEL_HOME"}
 
 
 def _reject_unknown_env() -> None:
-    known = {f"EVOKERNEL_{name.upper()}" for name in Settings.model_fields} | _ENV_NOT_SETTINGS
+    known = {f"EVOKERNEL_{name.upper()}" for name in Settings.model_fields} | ENV_NOT_SETTINGS
     for key in sorted(os.environ):
         if key.upper().startswith("EVOKERNEL_") and key.upper() not in known:
             raise ConfigError(f"environment: {key}: unknown setting (known: see `evokernel config`)")
 
 
 def load_settings(config_file: str | Path | None = None, **overrides) -> Settings:
-    """Build Settings from env, an optional TOML file and overrides; raise ConfigError on bad input."""
+    """Build Settings from env, an optional TOML file and overrides; raise ConfigError on bad input.
+
+    The error names where the bad value came from: the option (``--budget 0``: overrides are what a
+    command was given), the config file and key, or the environment variable."""
     file_values: dict = {}
-    source = "environment"
     config_file = config_file if config_file is not None else os.environ.get("EVOKERNEL_CONFIG")
     if config_file is not None:
         path = Path(config_file)
-        source = str(path)
         try:
             file_values = tomllib.loads(path.read_text())
         except FileNotFoundError:
             raise ConfigError(f"{path}: config file not found") from None
+        except IsADirectoryError:
+            raise ConfigError(f"{path}: is a directory, not a TOML config file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ConfigError(f"{path}: cannot read the config file ({exc})") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"{path}: invalid TOML ({exc})") from None
         file_values = file_values.get("evokernel", file_values)
     _reject_unknown_env()
-    values = {**file_values, **{k: v for k, v in overrides.items() if v is not None}}
+    given = {k: v for k, v in overrides.items() if v is not None}
     try:
-        return Settings(**values)
+        return Settings(**{**file_values, **given})
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "?"
-        raise ConfigError(f"{source}: {key}: {err['msg']}") from None
+        raise ConfigError(f"{_source(key, given, file_values, config_file)}: {err['msg']}") from None
+
+
+def _source(key: str, given: dict, file_values: dict, config_file: str | Path | None) -> str:
+    """Where the value of ``key`` came from, as the user wrote it."""
+    if key in given:
+        return f"--{key.replace('_', '-')} {given[key]}"
+    if key in file_values:
+        return f"{config_file}: {key}"
+    env = f"EVOKERNEL_{key.upper()}"
+    if env in os.environ:
+        return f"environment: {env}={os.environ[env]}"
+    return f"setting {key}"

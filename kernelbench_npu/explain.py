@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pyarrow.parquet as pq
 
 from kernelbench_npu.judge import gates_from_json
 from kernelbench_npu.size_params import FLOORS
-from kernelbench_npu.spec import BuildError
+from kernelbench_npu.spec import BuildError, read_table
 
 
 def explain_task(root: str | Path, task_id: str) -> str:
@@ -85,7 +84,7 @@ def _row(root: Path, task_id: str) -> dict:
     path = root / "manifest.parquet"
     if not path.is_file():
         raise BuildError(f"{path}: not found (is {root} a benchmark build?)")
-    rows = [r for r in pq.read_table(path).to_pylist() if r["task_id"] == task_id]
+    rows = [r for r in read_table(path).to_pylist() if r["task_id"] == task_id]
     if not rows:
         raise BuildError(f"{path}: task_id {task_id!r} not in this build")
     return rows[0]
@@ -95,6 +94,6 @@ def _measurement(root: Path, task_id: str) -> dict:
     path = root / "measurements.parquet"
     if not path.is_file():
         return {}
-    rows = [r for r in pq.read_table(path).to_pylist() if r["task_id"] == task_id]
+    rows = [r for r in read_table(path).to_pylist() if r["task_id"] == task_id]
     return rows[0] if rows else {}
 

@@ -9,9 +9,11 @@ verifier and the agent never read the manifest directly.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 BACKENDS = ("cpu", "cuda", "triton", "ascendc", "triton-ascend")
@@ -89,7 +91,7 @@ def load_build(root: str | Path) -> Build:
     for key in ("build_hash", "backend"):
         if key not in meta:
             raise BuildError(f"{meta_path}: missing field {key!r}")
-    rows = pq.read_table(manifest_path).to_pylist()
+    rows = read_table(manifest_path).to_pylist()
     missing = [c for c in _REQUIRED if rows and c not in rows[0]]
     if missing:
         raise BuildError(f"{manifest_path}: missing column {missing[0]!r}")
@@ -99,11 +101,23 @@ def load_build(root: str | Path) -> Build:
     return Build(root=root, build_hash=meta["build_hash"], backend=meta["backend"], tasks=tasks)
 
 
+def read_table(path: Path, columns: list[str] | None = None) -> pa.Table:
+    """A build's Parquet file; an empty, truncated or foreign one is a one-line BuildError."""
+    try:
+        with pq.ParquetFile(path) as handle:  # not read_table: its dataset layer imports pandas (0.2 s)
+            return handle.read(columns=columns)
+    except (pa.ArrowException, OSError) as exc:
+        size = path.stat().st_size if path.is_file() else 0
+        why = re.sub(r"^Could not open Parquet input source '.*?': ", "", str(exc).splitlines()[0])
+        what = "empty (0 bytes)" if size == 0 else f"not a readable Parquet file ({why})"
+        raise BuildError(f"{path}: {what}; rebuild it (`evokernel build ... --out {path.parent}`)") from None
+
+
 def _reference_ms(path: Path) -> dict[str, float | None]:
     """task_id -> measured reference forward (ms); empty when the build has no measurements file."""
     if not path.is_file():
         return {}
-    table = pq.read_table(path, columns=["task_id", "reference_ms"])
+    table = read_table(path, columns=["task_id", "reference_ms"])
     return dict(zip(table["task_id"].to_pylist(), table["reference_ms"].to_pylist()))
 
 

@@ -47,13 +47,15 @@ DEFINITIONS: tuple[MetricDefinition, ...] = (
     MetricDefinition(
         "speedup_geomean", "speedup over PyTorch (geomean)",
         "Geometric mean, over tasks with a feasible kernel whose speedup was measured, of the best "
-        "kernel's speedup over the PyTorch reference (attempts.speedup, from the verifier). Its "
-        "interval is the geometric mean of the best kernels' 95% bootstrap CI bounds from the verifier.",
+        "kernel's counted speedup over the PyTorch reference (attempts.speedup, from the verifier; see "
+        "'flagged timings' for how flagged measurements count). Its interval is the geometric mean of the "
+        "best kernels' 95% bootstrap CI bounds from the verifier.",
         "group_metrics"),
     MetricDefinition(
         "fast_p", "fast_p (p = 0, 1, 1.5, 2)",
         "KernelBench's definition: share of ALL tasks of the group that have a correct kernel with "
-        "speedup > p. fast_0 = correctness (tasks); for p > 0 the kernel must be feasible and timed.",
+        "speedup > p. fast_0 = correctness (tasks); for p > 0 the kernel must be feasible and timed, and its "
+        "speedup is the counted one (see 'flagged timings').",
         "group_metrics"),
     MetricDefinition(
         "n_machine_outcomes", "the machine's outcomes",
@@ -64,9 +66,22 @@ DEFINITIONS: tuple[MetricDefinition, ...] = (
         "latency gate cannot run there shows fast_p (p > 0) and speedups as 'not measured on this machine'.",
         "machine_outcomes"),
     MetricDefinition(
-        "iterations_to_first_feasible_median", "iterations to first feasible",
-        "Per task that reached a feasible kernel: its iteration + 1 (attempts used); median and mean over those tasks.",
+        "iterations_to_first_feasible_median", "attempts to first feasible",
+        "Per task that reached a feasible kernel: the attempts it used, i.e. the first feasible kernel's "
+        "iteration + 1 (iterations are 0-based everywhere: the lake, the campaign summary, this report's "
+        "tables and plots); median and mean over those tasks.",
         "group_metrics"),
+    MetricDefinition(
+        "n_flagged_best", "flagged timings",
+        "The verifier flags a timing for review when it is noisy (either side's round-to-round IQR/median "
+        "above 25%: other work shared the cores) or implausible (faster than this machine's measured "
+        "roofline allows, or beyond the 10x plausibility bound where no roofline exists). A noisy timing "
+        "counts in every speedup figure (geomean, fast_p, over first draft, the distribution plot) at the "
+        "conservative end of its 95% CI instead of its median (the low end for a best kernel, the high end "
+        "for the first draft a gain is measured from), so one lucky measurement on a loaded machine cannot "
+        "drive a headline; an implausible one is left out. Columns: tasks whose best kernel's timing was "
+        "noisy / tasks with an implausible feasible timing.",
+        "task_outcomes"),
     MetricDefinition(
         "llm_calls", "LLM calls",
         "Attempts (one generation each) plus recorded non-attempt calls (llm_calls, e.g. distillation).",
@@ -88,7 +103,8 @@ DEFINITIONS: tuple[MetricDefinition, ...] = (
         "group_metrics"),
     MetricDefinition(
         "cumulative_correct_rate", "learning curves",
-        "At iteration x: share of ALL the campaign's tasks with a compiling / correct kernel at some iteration <= x.",
+        "At iteration x (0-based): share of ALL the campaign's tasks with a compiling / correct kernel at some "
+        "iteration <= x.",
         "learning_curves"),
     MetricDefinition(
         "q_value", "Q trajectories",

@@ -72,20 +72,20 @@ def learning_curves(curves: pl.DataFrame, colors: dict[str, str]) -> Figure | No
     plt = _pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), sharey=True)
     for campaign, frame in curves.group_by("campaign_id", maintain_order=True):
-        x = (frame["iteration"] + 1).to_list()
+        x = frame["iteration"].to_list()
         style = dict(where="post", label=campaign[0], color=colors.get(campaign[0]))
         axes[0].step(x, frame["compile_rate"].to_list(), **style)
         axes[1].step(x, frame["correct_rate"].to_list(), **style)
     for ax, title in zip(axes, ("compile rate (tasks)", "correctness (tasks)")):
         ax.xaxis.set_major_locator(_integer_ticks())
         ax.set_title(title)
-        ax.set_xlabel("iteration (attempts per task)")
+        ax.set_xlabel("iteration (0-based, as in the lake)")
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     axes[0].set_ylabel("share of tasks")
     axes[1].legend(fontsize=8, loc="lower right")
     return Figure("learning_curves", "Learning curves", _to_png(fig),
-                  "Share of all tasks with a compiling / correct kernel by iteration.")
+                  "Share of all tasks with a compiling / correct kernel at or before each iteration.")
 
 
 def speedup_distribution(speedups: pl.DataFrame, colors: dict[str, str]) -> Figure | None:
@@ -112,7 +112,8 @@ def speedup_distribution(speedups: pl.DataFrame, colors: dict[str, str]) -> Figu
         ax.set_ylabel("speedup (log scale)")
         ax.grid(alpha=0.3, which="both")
     return Figure("speedup_distribution", "Speedup distributions", _to_png(fig),
-                  "One point per solved task (its best feasible kernel); dashed line = no speedup.")
+                  "One point per solved task (its best feasible kernel, its speedup as counted in the headline: "
+                  "a noisy timing at the low end of its 95% CI); dashed line = no speedup.")
 
 
 def category_bars(groups: pl.DataFrame, colors: dict[str, str]) -> Figure | None:
@@ -150,8 +151,10 @@ def q_trajectories(q: pl.DataFrame) -> Figure | None:
     stages = sorted(q["stage"].unique().to_list())
     fig, axes = plt.subplots(1, len(stages), figsize=(5 * len(stages), 3.6), squeeze=False)
     for ax, stage in zip(axes[0], stages):
-        for (item,), frame in q.filter(pl.col("stage") == stage).group_by("item_id", maintain_order=True):
-            label = f"{frame['title'][0][:32]} ({frame['n_retrievals'][0]}x)"
+        items = list(q.filter(pl.col("stage") == stage).group_by("item_id", maintain_order=True))
+        labels = distinct_labels([frame["title"][0] for _, frame in items], [item for (item,), _ in items])
+        for ((item,), frame), text in zip(items, labels):
+            label = f"{text} ({frame['n_retrievals'][0]}x)"
             x = [0] + frame["update_index"].to_list()
             y = [frame["q_before"][0]] + frame["q_after"].to_list()
             ax.plot(x, y, marker="o", ms=2.5, lw=1.2, label=label)
@@ -162,6 +165,22 @@ def q_trajectories(q: pl.DataFrame) -> Figure | None:
         ax.legend(fontsize=7)
     return Figure("q_trajectories", "Q-value trajectories", _to_png(fig),
                   "Most retrieved items per stage; legend: title (retrievals).")
+
+
+def distinct_labels(titles: list[str], ids: list[str], width: int = 40) -> list[str]:
+    """Legend labels that fit ``width`` and tell items apart: a long title keeps its start and end
+    around an ellipsis (titles of one task's kernels differ at the end), and labels that still
+    coincide get the item id's first characters."""
+    def shorten(title: str) -> str:
+        title = " ".join(str(title).split())
+        if len(title) <= width:
+            return title
+        head = (width - 1) // 2
+        return title[:head] + "…" + title[-(width - 1 - head):]
+
+    labels = [shorten(t) for t in titles]
+    repeated = {label for label in labels if labels.count(label) > 1}
+    return [f"{label} [{item[:8]}]" if label in repeated else label for label, item in zip(labels, ids)]
 
 
 def roofline(points: pl.DataFrame, colors: dict[str, str]) -> Figure | None:

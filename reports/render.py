@@ -19,8 +19,8 @@ from reports.metrics import Metrics
 from reports.plots import Figure
 from reports.quality import QualityReport
 from reports.tables import (
-    Table, best_kernels_table, breakdown_table, comparison_tables, first_solves_table, provenance_table,
-    quality_table,
+    Table, best_kernels_table, breakdown_table, comparison_tables, first_solves_table, headline_lines,
+    provenance_table, quality_table,
 )
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "index.html"
@@ -39,6 +39,9 @@ class ReportContent:
     @property
     def title(self) -> str:
         return "EvoKernel report"
+
+    def headline(self) -> tuple[str, ...]:
+        return headline_lines(self.metrics.overall()) if self.metrics.has_attempts else ()
 
     def tables(self) -> tuple[Table, ...]:
         m = self.metrics
@@ -100,7 +103,8 @@ def _html_definitions() -> str:
 def render_html(content: ReportContent) -> str:
     tables = content.tables()
     key, rest = (tables[:2], tables[2:]) if content.metrics.has_attempts else ((), tables)
-    body = ["<h2>Summary</h2>", *(html_table(t) for t in key)]
+    body = ["<h2>Summary</h2>", *(f'<p class="headline">{_esc(line)}</p>' for line in content.headline()),
+            *(html_table(t) for t in key)]
     if not content.metrics.has_attempts:
         body.append("<p>No attempts for the selected campaigns: there is nothing to measure yet.</p>")
     if content.figures:
@@ -151,8 +155,9 @@ def _md_status(content: ReportContent) -> list[str]:
 
 def render_markdown(content: ReportContent) -> str:
     campaigns = ", ".join(content.metrics.campaign_ids) or "none"
-    lines = [f"# {content.title}", "", f"Lake: `{content.lake_root}` · campaigns: {campaigns} · "
-             f"generated {content.generated_at}", "", *_md_status(content), ""]
+    lines = [f"# {content.title}", "", *(f"> {line}" for line in content.headline()), "",
+             f"Lake: `{content.lake_root}` · campaigns: {campaigns} · generated {content.generated_at}", "",
+             *_md_status(content), ""]
     tables = content.tables()
     if content.metrics.has_attempts:
         lines += [markdown_table(t) for t in tables[:2]]

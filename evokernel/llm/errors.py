@@ -81,6 +81,12 @@ def _first_line(exc: BaseException, limit: int = 300) -> str:
     return (text[0] if text else type(exc).__name__)[:limit]
 
 
+def _url(exc: BaseException) -> str:
+    """" to <url>" of the request that failed (the endpoint the user must check), or ""."""
+    url = getattr(getattr(exc, "request", None), "url", None)
+    return f" to {url}" if url else ""
+
+
 def classify_status(status: int, message: str, code: str | None = None,
                     retry_after_s: float | None = None) -> LLMError:
     """The error for an HTTP status from an LLM API."""
@@ -105,9 +111,9 @@ def classify_sdk_error(exc: BaseException) -> LLMError | None:
     names = {cls.__name__ for cls in type(exc).__mro__}
     message = _first_line(exc)
     if "APITimeoutError" in names:
-        return RetryableLLMError(f"timeout: {message}")
+        return RetryableLLMError(f"timeout{_url(exc)}: {message}")
     if "APIConnectionError" in names:
-        return RetryableLLMError(f"connection failed: {message}")
+        return RetryableLLMError(f"connection failed{_url(exc)}: {message}")
     status = getattr(exc, "status_code", None)
     if "APIStatusError" in names and isinstance(status, int):
         return classify_status(status, message, _error_code(exc), _retry_after(exc))

@@ -38,7 +38,8 @@ grouped AS (
         exp(avg(ln(best_speedup))) AS speedup_geomean,
         exp(avg(ln(best_ci_low))) AS speedup_geomean_ci_low,
         exp(avg(ln(best_ci_high))) AS speedup_geomean_ci_high,
-        count(*) FILTER (WHERE best_flagged) AS n_flagged_best,
+        count(*) FILTER (WHERE best_flagged) AS n_flagged_best,  -- noisy: counted at the CI's low end
+        count(*) FILTER (WHERE n_implausible > 0) AS n_implausible_tasks,  -- implausible timings left out
         avg(CAST(n_correct > 0 AS DOUBLE)) AS fast_0,
         avg(CAST(coalesce(best_speedup > 1.0, false) AS DOUBLE)) AS fast_1,
         avg(CAST(coalesce(best_speedup > 1.5, false) AS DOUBLE)) AS fast_1_5,

@@ -1,5 +1,5 @@
 """Shared pieces of the agent tests: a tiny two-task build and scripted LLM files built from the
-demo's real kernels (verified for real; nothing here fakes the verifier or the lake)."""
+ReLU kernels in kernels/ (verified for real; nothing here fakes the verifier or the lake)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 from kernelbench_npu.build import build_benchmark
 from kernelbench_npu.spec import load_build
 
-KERNELS = Path(__file__).resolve().parents[2] / "evokernel" / "demo" / "kernels"
+KERNELS = Path(__file__).resolve().parent / "kernels"  # ReLU kernels that fail each gate, then pass
 
 RELU_PROBLEM = '''import torch
 import torch.nn as nn

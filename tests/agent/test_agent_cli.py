@@ -1,13 +1,10 @@
-"""CLI surfaces of the campaign: one-line errors, the demo script in sync with its kernels."""
+"""CLI surfaces of the campaign: one-line errors (the demo's script: tests/cli/test_cli_demo.py)."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from pathlib import Path
-
-from evokernel.demo import make_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -17,14 +14,6 @@ def _cli(*args: str, cwd: Path, env: dict[str, str] | None = None) -> subprocess
            **(env or {})}
     return subprocess.run([sys.executable, "-m", "cli.main", *args], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=300)
-
-
-def test_demo_script_is_generated_from_the_kernels():
-    assert make_script.SCRIPT.read_text() == make_script.render(), "run python -m evokernel.demo.make_script"
-    script = json.loads(make_script.SCRIPT.read_text())
-    assert "scripted" in script["label"] and "not produced by any model" in script["label"]
-    for task, stages in script["responses"].items():
-        assert stages["draft"] and stages["refine"] and stages["distill"], task
 
 
 def test_campaign_on_a_missing_build_is_a_one_line_error(tmp_path):

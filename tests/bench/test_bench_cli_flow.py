@@ -43,7 +43,7 @@ def test_cli_explain_prints_sizes_tolerance_and_verdict_of_one_task(checkout, tm
     assert "tolerance      atol=" in text and "lint           task sizes" in text
     assert "verdict        quarantined: output is constant" in text
     missing = CliRunner().invoke(app, ["build", "--explain", "KB-L1/404", "--out", str(out)])
-    assert missing.exit_code == 2 and "task_id 'KB-L1/404' not in this build" in missing.output
+    assert missing.exit_code == 2 and "--explain KB-L1/404: not a task of the build" in missing.output
 
 
 @pytest.mark.parametrize("args, message", [

@@ -42,7 +42,7 @@ def test_check_errors_are_one_line_with_exit_code_2(fake_api, monkeypatch):
     result = runner.invoke(app, ["llm", "check", "--llm", "anthropic:claude-haiku-4-5"])
     assert result.exit_code == 2
     assert result.output.strip().splitlines() == [
-        "error: anthropic:claude-haiku-4-5: environment variable ANTHROPIC_API_KEY is not set (the API key)"]
+        "error: --llm anthropic:claude-haiku-4-5: environment variable ANTHROPIC_API_KEY is not set (the API key)"]
     monkeypatch.setenv("ANTHROPIC_API_KEY", "wrong")
     monkeypatch.setenv("ANTHROPIC_BASE_URL", fake_api.url)
     result = runner.invoke(app, ["llm", "check", "--llm", "anthropic:claude-haiku-4-5"])

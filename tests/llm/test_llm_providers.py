@@ -117,7 +117,7 @@ def test_connection_refused_is_retryable(monkeypatch, no_sleep):
     monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # discard port: nothing listens
     llm = make_llm("openai:gpt-4o", _settings(max_retries=1), timeout_s=2, sleep=no_sleep)
-    with pytest.raises(RetryBudgetExhausted, match="connection failed"):
+    with pytest.raises(RetryBudgetExhausted, match="connection failed to http://127.0.0.1:9/v1/"):  # names the URL
         llm.complete(REQ)
     assert len(no_sleep.calls) == 1
 

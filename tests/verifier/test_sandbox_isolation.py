@@ -7,14 +7,12 @@ before it."""
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import shutil
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest

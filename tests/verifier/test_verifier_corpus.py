@@ -120,7 +120,23 @@ def _runnable_here(entry: CorpusEntry) -> str:
         return "process-level attacks are only contained with the seccomp filter (x86_64 Linux)"
     if not gate_plan(entry.backend).runs("compile"):
         return f"the {entry.backend} backend cannot compile here: {dict(gate_plan(entry.backend).missing)['compile']}"
+    if entry.backend == "cuda" and (why := _cuda_headers_missing(entry)):
+        return why
     return ""
+
+
+def _cuda_headers_missing(entry: CorpusEntry) -> str:
+    """A source that includes torch's CUDA headers compiles only where a CUDA torch, or the include tree
+    `evokernel toolchain fetch-cuda-headers` fetches, is there: a machine that never fetched it (CI's
+    empty cache) cannot check this entry, and says so (the fetch itself: test_backends_cuda_headers.py)."""
+    from verifier.backends import cuda_headers
+
+    if not cuda_headers.needs_cuda_torch(entry.path.read_text()):
+        return ""
+    if cuda_headers.installed() is not None or cuda_headers.local_torch_has_cuda_headers():
+        return ""
+    return (f"needs torch's CUDA include tree (the local torch is a CPU build): run `{cuda_headers.FETCH_COMMAND}` "
+            f"once to check this entry")
 
 
 def _compiled_here(entry: CorpusEntry) -> bool:

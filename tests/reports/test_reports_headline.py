@@ -1,0 +1,100 @@
+"""What a report's reader sees first: the headline sentence, how flagged timings enter the headline
+figures (noisy: the CI's low end; implausible: left out), 0-based iterations, Q legends that tell
+items apart. On the hand-made lake (reports_handmade_lake.py) plus flagged attempts, answers by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+import reports_handmade_lake as handmade
+from memory_lake import Lake
+from reports.metrics import compute_metrics
+from reports.plots import distinct_labels
+from reports.render import render_markdown
+from reports.tables import best_kernels_table, first_solves_table, headline_lines
+
+NOISY = "flag: noisy timing (IQR/median candidate 41%): a loaded machine; rerun before trusting the speedup"
+IMPLAUSIBLE = ("flag: implausible by roofline: 3.1x faster than this machine's measured peaks allow: review before "
+               "trusting\nnote: speedup 50.0x exceeds the plausibility bound 10x")
+
+
+@pytest.fixture(scope="module")
+def flagged_metrics(tmp_path_factory):
+    """c1 / t3 gains a 21.8x timing flagged noisy (CI 1.6-30) and a 50x one flagged implausible; c1 / t1 a
+    correct first draft at iteration 1 timed 3.0x but noisy (CI 0.5-4.0)."""
+    noisy = handmade._attempt("c1", "t3", 2, handmade.FEASIBLE, ms=0.1, speedup=21.8, ci=(1.6, 30.0), stage=2)
+    wild = handmade._attempt("c1", "t3", 3, handmade.FEASIBLE, ms=0.05, speedup=50.0, ci=(45.0, 55.0), stage=2)
+    draft = handmade._attempt("c1", "t1", 1, handmade.FEASIBLE, ms=1.5, speedup=3.0, ci=(0.5, 4.0))
+    rows = [noisy | {"flagged": True, "feedback": f"RESULT: passed all gates\n{NOISY}"},
+            wild | {"flagged": True, "feedback": f"RESULT: passed all gates\n{IMPLAUSIBLE}"},
+            draft | {"attempt_id": "c1-t1-1-noisy", "flagged": True, "feedback": f"RESULT: passed all gates\n{NOISY}"}]
+    root = tmp_path_factory.mktemp("flagged") / "lake"
+    handmade.make_lake(root, extra_attempts=rows).close()
+    with Lake.open(root) as lake:
+        con = lake.connect()
+        try:
+            yield compute_metrics(con, ["c1"])
+        finally:
+            con.close()
+
+
+def _c1(metrics) -> dict:
+    return metrics.overall().to_dicts()[0]
+
+
+def test_a_noisy_timing_counts_at_its_ci_low_and_an_implausible_one_not_at_all(flagged_metrics):
+    t3 = flagged_metrics.task_outcomes.filter(task_id="t3").to_dicts()[0]
+    assert (t3["best_speedup"], t3["best_measured_speedup"], t3["best_timing_flag"]) == (1.6, 21.8, "noisy")
+    assert t3["n_implausible"] == 1
+    assert t3["draft_speedup"] == pytest.approx(1.6 / 1.2)
+    c1 = _c1(flagged_metrics)
+    assert c1["speedup_geomean"] == pytest.approx((2.0 * 2.5 * 1.6) ** (1 / 3))  # not 21.8, not 50
+    assert (c1["fast_1_5"], c1["fast_2"]) == (0.75, 0.25)
+    assert (c1["n_flagged_best"], c1["n_implausible_tasks"]) == (1, 1)
+
+
+def test_a_noisy_first_draft_counts_at_its_ci_high_so_the_gain_over_it_is_not_inflated(flagged_metrics):
+    t1 = flagged_metrics.task_outcomes.filter(task_id="t1").to_dicts()[0]
+    assert t1["best_speedup"] == 2.0 and t1["draft_speedup"] == pytest.approx(2.0 / 4.0)  # not 2.0 / 0.5
+
+
+def test_the_best_kernels_table_shows_the_measurement_and_what_counted(flagged_metrics):
+    table = best_kernels_table(flagged_metrics.speedups)
+    t3 = next(row for row in table.rows if row[1] == "t3")
+    assert t3[3] == "21.80x [1.60, 30.00] (noisy timing: counted as 1.60x)"
+    assert "noisy" in table.caption and "conservative end of its 95% CI" in table.caption and "left out" in table.caption
+    assert "plausibility bound" not in table.caption.split(";")[0]  # the footnote names what the flags are for
+
+
+def test_the_headline_says_what_the_campaign_achieved(flagged_metrics):
+    (line,) = headline_lines(flagged_metrics.overall())
+    geomean = (2.0 * 2.5 * 1.6) ** (1 / 3)
+    assert line.startswith("c1: 3 of 4 tasks got a correct kernel within 10 attempts each; 3 of 4 beat PyTorch; "
+                           f"the best kernels run {geomean:.2f}x PyTorch's speed (geomean)")
+
+
+def test_iterations_are_0_based_as_in_the_lake(flagged_metrics):
+    table = first_solves_table(flagged_metrics.first_solves)
+    t1 = next(row for row in table.rows if row[1] == "t1")
+    assert t1[2] == "1"  # attempts.iteration of c1/t1's first correct kernel
+    assert "0-based" in table.caption
+
+
+def test_summary_md_opens_with_the_headline(flagged_metrics, tmp_path):
+    from reports.quality import QualityReport
+    from reports.render import ReportContent
+
+    content = ReportContent(lake_root="lake", generated_at="now", metrics=flagged_metrics,
+                            quality=QualityReport(outcomes=()), missing=(), figures=())
+    lines = render_markdown(content).splitlines()
+    assert lines[0] == "# EvoKernel report" and lines[2].startswith("> c1: 3 of 4 tasks got a correct kernel")
+
+
+def test_q_legends_tell_items_with_long_shared_titles_apart():
+    titles = ["L2/014_add_layernorm_scale refine: fused row passes over the OpenMP pool (2.9x)",
+              "L2/014_add_layernorm_scale refine: fused row passes over the OpenMP pool (3.1x)",
+              "short title", "short title"]
+    labels = distinct_labels(titles, ["aaaaaaaa1", "bbbbbbbb2", "cccccccc3", "dddddddd4"])
+    assert len(set(labels)) == 4 and all(len(label) <= 40 + 11 for label in labels)
+    assert labels[0].endswith("(2.9x)") and labels[1].endswith("(3.1x)")
+    assert labels[2:] == ["short title [cccccccc]", "short title [dddddddd]"]
