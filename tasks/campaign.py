@@ -32,7 +32,6 @@ from evokernel.agent.runtime import Runtime, release_runtime, runtime_for
 from evokernel.agent.state import StepOutcome
 from evokernel.agent.step import candidate_code, commit_step, prepare_step
 from evokernel.config import Settings
-from evokernel.agent.verification import VerifierInfrastructureError
 from evokernel.llm.base import LLM, Completion, LLMRequest
 from evokernel.llm.errors import LLMError
 from kernelbench_npu.spec import TaskSpec
@@ -52,8 +51,6 @@ def llm_generate(llm: LLM, request: LLMRequest) -> Completion:
 def verify_code(runtime: Runtime, spec: TaskSpec, code: str | None) -> Verdict | None:
     try:
         return verify_plan_candidate(runtime, spec, code)
-    except VerifierInfrastructureError as exc:
-        return _stop_campaign(f"verifier: {_first_line(exc)}")
     except interrupt.CampaignStopped as exc:
         return Cancelled(message=f"campaign stopping: {exc}")
 

@@ -25,7 +25,7 @@ BUDGET = 5  # iterations per task: every task's drafts and refinements add up to
 # task id -> stage -> [(kernel file stem, the prose the "model" says before its code, expected failed gate)]
 PLAN: dict[str, dict[str, list[tuple[str, str, str | None]]]] = {
     "L1/016_rms_norm": {
-        "draft": [("rms_draft_hack", "PyTorch's ops are already tuned; keep them.", "hack"),
+        "draft": [("rms_draft_hack", "PyTorch's reduction is already tuned: keep it, and scale natively.", "hack"),
                   ("rms_draft_syntax", "Native code, the reference op by op: a parallel loop each for the mean of "
                    "squares, the scale and the scaling.", "compile"),
                   ("rms_draft_passes", "The same loops with the missing semicolon fixed.", None)],

@@ -17,13 +17,17 @@ from typer.testing import CliRunner
 
 from cli.main import app
 from memory_lake import Lake, LakeError
+from memory_lake.engine import new_connection
 
 runner = CliRunner()
 
 
 def _recorded(root: Path) -> str:
-    with sqlite3.connect(root / "catalog.sqlite") as db:
-        return db.execute("SELECT value FROM ducklake_metadata WHERE key = 'data_path'").fetchone()[0]
+    """Read through DuckDB's SQLite reader, as the lake does (Python's sqlite3 3.40 calls some
+    catalogs DuckDB's SQLite wrote "malformed" that DuckDB and newer SQLite read)."""
+    with new_connection(("sqlite",)) as db:
+        db.execute(f"ATTACH '{root / 'catalog.sqlite'}' AS c (TYPE sqlite, READ_ONLY)")
+        return db.execute("SELECT value FROM c.ducklake_metadata WHERE key = 'data_path'").fetchone()[0]
 
 
 def _record(root: Path, data_path: str) -> None:

@@ -33,11 +33,14 @@ def _soon() -> float:
 
 def test_frames_roundtrip_arrays_and_header(pair):
     ours, theirs = pair
-    arrays = [np.arange(6, dtype=np.float32).reshape(2, 3), np.array([True, False])]
+    arrays = [np.arange(6, dtype=np.float32).reshape(2, 3), np.array([True, False]), np.array(2.5, np.float32),
+              np.arange(6, dtype=np.int64).reshape(2, 3).T]
     theirs.send({"kind": "x", "v": 3}, arrays)
     frame = ours.receive(_soon())
     assert frame.kind == "x" and frame.header["v"] == 3
     assert np.array_equal(frame.arrays[0], arrays[0]) and frame.arrays[1].dtype == np.bool_
+    assert frame.arrays[2].shape == () and frame.arrays[2] == 2.5  # a scalar output (a loss) stays 0-d
+    assert np.array_equal(frame.arrays[3], arrays[3])  # a transposed view travels as its values
 
 
 def test_descriptors_travel_only_when_asked_for(pair):

@@ -56,7 +56,7 @@ class Frame:
 
 
 def _parts(header: dict, arrays: list[np.ndarray]) -> list[memoryview]:
-    arrays = [np.ascontiguousarray(a) for a in arrays]
+    arrays = [np.asarray(a, order="C") for a in arrays]  # not ascontiguousarray: it makes a 0-d array 1-d
     meta = [{"dtype": str(a.dtype), "shape": list(a.shape)} for a in arrays]
     head = json.dumps({**header, "arrays": meta}).encode()
     parts = [memoryview(_LEN.pack(len(head))), memoryview(head)]

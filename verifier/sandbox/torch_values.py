@@ -37,7 +37,7 @@ def to_numpy(t: torch.Tensor) -> np.ndarray:
 
 def from_numpy(array: np.ndarray, dtype: str) -> torch.Tensor:
     if dtype == "bfloat16":
-        return torch.from_numpy(np.ascontiguousarray(array).view(np.int16).copy()).view(torch.bfloat16)
+        return torch.from_numpy(np.asarray(array, order="C").view(np.int16).copy()).view(torch.bfloat16)
     return torch.from_numpy(np.array(array, copy=True))
 
 

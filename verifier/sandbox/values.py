@@ -62,7 +62,7 @@ def encode_host(values: list, arrays: list[np.ndarray], depth: int = 0) -> list:
     for v in values:
         if isinstance(v, HostTensor):
             out.append({"t": "tensor", "dtype": v.dtype, "i": len(arrays)})
-            arrays.append(np.ascontiguousarray(v.array))
+            arrays.append(np.asarray(v.array, order="C"))
         else:
             out.append(_plain(v, lambda items: encode_host(items, arrays, depth + 1)))
     return out
