@@ -28,6 +28,12 @@ class GatePlan:
     def runs(self, gate: str) -> bool:
         return gate in self.runnable
 
+    def without(self, gate: str, why: str) -> "GatePlan":
+        """This plan with ``gate`` (and every later runtime gate, which needs it) unavailable: ``why``."""
+        later = _RUNTIME_GATES[_RUNTIME_GATES.index(gate):]
+        missing = dict(self.missing) | {g: why for g in later if g in self.runnable}
+        return GatePlan(self.runnable - set(later), tuple((g, missing[g]) for g in _RUNTIME_GATES if g in missing))
+
     @property
     def substantive(self) -> bool:
         """Something beyond the static hack gate can run here."""

@@ -32,7 +32,9 @@ def test_backends_json_has_gates():
 def test_prechecks_reject_malformed_candidates_before_any_toolchain():
     from verifier.backends import get_backend
 
-    assert get_backend("cuda").precheck("class ModelNew: pass\n").startswith("cuda candidate format: no torch")
+    # cuda: nothing to read statically (its load_inline call is recorded when the runner imports it; a
+    # candidate without one fails the compile gate with "no native code")
+    assert get_backend("cuda").precheck("class ModelNew: pass\n") == ""
     assert get_backend("ascendc").precheck("class ModelNew: pass\n").startswith("ascendc candidate format: ASCENDC_")
     assert "no @triton.jit kernel" in get_backend("triton").precheck("class ModelNew: pass\n")
     assert get_backend("triton").precheck("import triton\n@triton.jit\ndef k(x_ptr):\n    pass\n") == ""

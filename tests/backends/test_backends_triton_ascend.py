@@ -19,6 +19,7 @@ from verifier.backends.triton_ascend import TritonAscendBackend
 from verifier.backends.triton_ascend.diagnostics import UB_BYTES
 from verifier.backends.triton_backend import triton_version
 from verifier.settings import VerifySettings
+from build_jobs import Compiled, compile_own
 
 ROOT = Path(__file__).resolve().parents[2]
 KERNELS = Path(__file__).resolve().parent / "triton_ascend_kernels"
@@ -46,10 +47,10 @@ def scaffold_example() -> str:
     return fenced_blocks(dict(scaffold_sections("triton-ascend"))["Worked example: row softmax"], "python")[0]
 
 
-def compile_for(task: TaskSpec, source: str, cache: Path):
+def compile_for(task: TaskSpec, source: str, cache: Path) -> Compiled:
+    """The backend's own compile job for ``source`` through the monitor's build service (confined builder)."""
     backend = TritonAscendBackend()
-    backend.configure(backend.compile_context(task))
-    return backend.compile(source, cache, 300)
+    return compile_own(backend, source, cache, 300, backend.compile_context(task))
 
 
 @needs_interpreter

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from build_jobs import compile_own
 
 from verifier.backends.scaffolds import fenced_blocks, scaffold_sections
 from verifier.backends.triton_ascend import TritonAscendBackend
@@ -47,8 +48,8 @@ def test_missing_toolchain_is_one_line_with_the_install_command(tmp_path):
     listed = cli("toolchain", "list", cwd=tmp_path, xdg=empty)
     assert listed.stdout.strip() == f"triton-ascend: not installed (run `{INSTALL_COMMAND}`)"
     backend = TritonAscendBackend()
-    backend.configure({"task_source": "", "toolchains": str(empty / "evokernel" / "toolchains"), "soc": "Ascend910B2"})
-    outcome = backend.compile((KERNELS / "vector_add.py").read_text(), tmp_path / "cache", 60)
+    context = {"task_source": "", "toolchains": str(empty / "evokernel" / "toolchains"), "soc": "Ascend910B2"}
+    outcome = compile_own(backend, (KERNELS / "vector_add.py").read_text(), tmp_path / "cache", 60, context)
     assert not outcome.ok and outcome.diagnostics == (
         f"triton-ascend: the triton-ascend toolchain is not installed (run `{INSTALL_COMMAND}`)")
 
@@ -74,9 +75,9 @@ def test_broken_toolchains_are_one_line_reasons(triton_ascend, tmp_path):
     (fake / "evokernel-bin").mkdir()
     (fake / "evokernel-bin" / "hivmc").write_text("")
     backend = TritonAscendBackend()
-    backend.configure({"task_source": (KERNELS / "task_vector_add.py").read_text(),
-                       "toolchains": str(tmp_path / "toolchains"), "soc": "Ascend910B2"})
-    outcome = backend.compile((KERNELS / "vector_add.py").read_text(), tmp_path / "cache", 120)
+    context = {"task_source": (KERNELS / "task_vector_add.py").read_text(),
+               "toolchains": str(tmp_path / "toolchains"), "soc": "Ascend910B2"}
+    outcome = compile_own(backend, (KERNELS / "vector_add.py").read_text(), tmp_path / "cache", 120, context)
     assert not outcome.ok and len(outcome.diagnostics.splitlines()) == 1, outcome.diagnostics
     assert outcome.diagnostics.startswith(f"the triton-ascend toolchain at {fake} failed to run (")
     assert outcome.diagnostics.endswith(f"reinstall with `{INSTALL_COMMAND} --force`")

@@ -187,8 +187,11 @@ class Survivors:
     def check(self, grace_s: float = 1.0) -> list[str]:
         """Descriptions of every process that survived (killed here, so that one test's escape does not
         leak into the next). Waits ``grace_s`` first: a killed process group takes a moment to go."""
+        from verifier.monitor.pool import POOL
+
         time.sleep(grace_s)
-        pids = set(self._children()) - self.before
+        spares = {str(pid) for pid in POOL.spare_launcher_pids()}  # booted for the next verification, unused
+        pids = set(self._children()) - self.before - spares
         if self.marker:
             pids |= set(self.named(self.marker))
         found = [_describe(pid) for pid in sorted(pids)]

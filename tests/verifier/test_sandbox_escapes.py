@@ -211,14 +211,13 @@ def test_native_escapes_are_refused_by_the_static_tier_they_target(case, world, 
 
 @pytest.mark.parametrize("name", ["c_paste_fopen_build_manifest", "c_libc_symbol_walk", "py_torch_from_file_shared"])
 def test_full_policy_end_to_end(name, world):
-    """Token pasting fails the hack gate after preprocessing; what no static check sees is contained."""
+    """Token pasting fails the hack gate on the built object's symbols; what no static check sees is contained."""
     case = next(c for c in CASES if c.name == name)
     before = world.snapshot()
     verdict = _verify(case, world, ())
     _assert_contained(case, world, before, verdict)
     if case.static == "build":
-        assert verdict.failed_gate == "hack" and "after preprocessing" in verdict.feedback, verdict.feedback
-        assert "fopen" in verdict.feedback
+        assert verdict.failed_gate == "hack" and "the built code references fopen" in verdict.feedback, verdict.feedback
 
 
 @pytest.mark.slow
@@ -245,6 +244,7 @@ from pathlib import Path
 for source, work in zip(sys.argv[1::2], sys.argv[2::2]):  # one process: torch is imported once
     work = Path(work)
     (work / "build").mkdir(parents=True)
+    os.environ["XDG_CACHE_HOME"] = str(work / "build")  # load_c's own cache, where the poisoner looks
     os.chdir(work)
     module = types.ModuleType("candidate")  # load_c builds and loads in this process: nothing confines it
     exec(compile(open(source).read(), "candidate.py", "exec"), module.__dict__)
@@ -275,7 +275,7 @@ def test_every_issue23_escape_acts_when_nothing_confines_it(tmp_path):
         work, fill = tmp_path / case.name / "work", targets[case.name].fill
         acted = targets[case.name].problems(before[case.name]) + [d for d in alive if fill["DAEMON_NAME"] in d]
         acted += [f"created {p}" for p in [tmp_path / case.name / "tmp-new"] if p.exists()]
-        acted += [f"poisoned {p}" for p in (work / "build").glob(f"cpu/{fill['POISON_KEY']}/kernel.so")
+        acted += [f"poisoned {p}" for p in (work / "build").rglob(f"cpu/{fill['POISON_KEY']}/kernel.so")
                   if b"z23-evil" in p.read_bytes()]
         if not acted:
             idle.append(case.name)

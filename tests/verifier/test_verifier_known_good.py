@@ -25,10 +25,9 @@ SEED = 20261121
 # only a bit-level replica of torch's own rounding could pass. {task id: (gate, text of the reason)}.
 # Each is a strict xfail: once the verifier passes it the run fails (XPASS) until the entry is removed,
 # and a rejection for another reason fails it too.
-KNOWN_VERIFIER_REJECTIONS = {
-    # small inputs: scores ~1e-6, so softmax(x) ~ 1/n everywhere and the "mean" trivial output is
-    # within ~15 ulp of the reference; 0.01x of its error is below float32 rounding
-    "L2/003_matmul_scale_softmax": ("correctness", "is not far below that of a trivial output (mean"),
+KNOWN_VERIFIER_REJECTIONS: dict[str, tuple[str, str]] = {
+    # none left: L2/003_matmul_scale_softmax (a softmax of ~1e-6 scores, ~1/n everywhere, within ~15 ulp
+    # of the "mean" trivial output) passes since the trivial-output check has a floor of a few ulps
 }
 
 

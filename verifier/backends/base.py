@@ -117,6 +117,9 @@ class Backend(ABC):
     fence_language: ClassVar[str] = "python"  # code-fence language the LLM must answer with
     static_imports: ClassVar[frozenset[str]] = frozenset()  # kernel-language modules the hack gate allows
     requires_native: ClassVar[bool] = False  # a candidate must build native code (cpu: "no native code")
+    # the runner's import may end in "correctness unavailable here: <feature>" (triton-ascend's interpreter
+    # shims for Ascend-only language): honoured only where the candidate's source uses that feature
+    import_unavailability: ClassVar[bool] = False
     must_launch: ClassVar[bool] = True  # every forward must call its native code or launch a kernel
 
     @abstractmethod

@@ -23,7 +23,8 @@ from verifier.sandbox import messages as msg
 from verifier.sandbox.spawn import Sandboxed
 
 MAX_REQUEST = 16 << 20  # a loader call's sources and flags
-NO_NATIVE = ("no native code: call load_c(SOURCE, {...}) (or load_inline) when the module is imported; "
+NO_NATIVE = ("no native code: call load_c(SOURCE, {...}) (or load_inline) when the module is imported or in "
+             "ModelNew.__init__; "
              "all arithmetic must run in native code")
 
 
@@ -66,10 +67,13 @@ def run_own_jobs(state: CompileState, backend, source: str, context: dict[str, s
 def serve_builds(runner: Sandboxed, state: CompileState, start: float, build_s: float, wait_s: float,
                  until: tuple[type, ...], during: str):
     """Serve the runner's build requests until it sends one of ``until``; that message, or the failed
-    gate of a build the static policy refused (nothing more runs then)."""
+    gate of a build the static policy refused (nothing more runs then). ``wait_s`` bounds the runner's own
+    time (a candidate spinning at import gets no share of the build budget), ``build_s`` the builds'."""
     while True:
-        deadline = time.monotonic() + max(build_s, 0.0) + wait_s
-        message = receive(runner, deadline, (msg.BuildRequest, msg.LoadFailed, *until), during, MAX_REQUEST)
+        waited = time.monotonic()
+        message = receive(runner, waited + max(wait_s, 0.0), (msg.BuildRequest, msg.LoadFailed, *until), during,
+                          MAX_REQUEST)
+        wait_s -= time.monotonic() - waited
         if not isinstance(message, msg.BuildRequest):
             return message
         began = time.monotonic()

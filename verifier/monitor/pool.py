@@ -70,6 +70,12 @@ class Pool:
             except Exception:  # noqa: BLE001 - a broken spare is dropped when it is taken
                 continue
 
+    def spare_launcher_pids(self) -> set[int]:
+        """The launcher pids of the spares held now (processes that saw no candidate yet)."""
+        with self._lock:
+            sites = [s for spares in (*self._runners.values(), *self._references.values()) for s in spares]
+        return {s.process.proc.pid for s in sites}
+
     def close(self) -> None:
         with self._lock:
             sites = [s for spares in (*self._runners.values(), *self._references.values()) for s in spares]

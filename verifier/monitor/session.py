@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 
 from kernelbench_npu.spec import TaskSpec
 from verifier.backends.base import Backend
-from verifier.gate_plan import GatePlan, is_unavailable
+from verifier.gate_plan import UNAVAILABLE_HERE, GatePlan, is_unavailable
 from verifier.gates.correctness import Tolerance
 from verifier.monitor import compile_phase, timing
 from verifier.monitor.builds import BuildLimits, BuildService
@@ -151,22 +151,37 @@ class Session:
                                   construct, context))
             imported = compile_phase.import_candidate(runner, state, start, s.compile_timeout_s, s.timeout_s)
             if isinstance(imported, GateResult):
-                return imported
-            self._record_builds(state)
-            if imported.builds == 0 and self.c.backend.requires_native:
-                reason = getattr(self.c.backend, "no_native", compile_phase.NO_NATIVE)
-                return GateResult("compile", False, reason, time.perf_counter() - start)
+                return self._unavailable_past_import(imported, start) or imported
+            own = len(state.outcomes)  # builds so far (own jobs, the import's); construct may add more
             if not construct:
                 runner.send(msg.Stop())
             failed = compile_phase.construct(runner, self.reference, state, start, s.compile_timeout_s, s.timeout_s) \
                 if construct else None
             self._record_builds(state)
+            if failed is None and self.c.backend.requires_native and imported.builds == 0 \
+                    and (not construct or len(state.outcomes) == own):  # built at import, or in ModelNew()
+                reason = getattr(self.c.backend, "no_native", compile_phase.NO_NATIVE)
+                return GateResult("compile", False, reason, time.perf_counter() - start)
         except PeerFailure as failure:
             return compile_phase.peer_failure_gate("compile", failure, time.perf_counter() - start)
         if failed is not None:
             return failed
         gate = state.passed(time.perf_counter() - start)
         return gate if self.plan.runs("compile") else self.plan.unavailable("compile")
+
+    def _unavailable_past_import(self, failed: GateResult, start: float) -> GateResult | None:
+        """A backend's runner-side check that says the candidate cannot be checked here (e.g. an
+        Ascend-only language feature under the interpreter): compile passes, later gates are unavailable."""
+        marker = f"correctness {UNAVAILABLE_HERE}: "
+        at = failed.detail.find(marker)
+        if failed.name != "compile" or at < 0 or not self.c.backend.import_unavailability:
+            return None
+        why = failed.detail[at + len(marker):].splitlines()[0][:250]
+        if why.split(" ")[0] not in self.c.source:  # the feature it names must be the candidate's own
+            return None
+        self.plan = self.plan.without("correctness", why)
+        return GateResult("compile", True, "compiled; the candidate cannot run past its import here",
+                          time.perf_counter() - start)
 
     def _record_builds(self, state: compile_phase.CompileState) -> None:
         built = [o for o in state.outcomes if o.ok]

@@ -30,7 +30,7 @@ from verifier.sandbox.arena import Arena
 from verifier.sandbox.observer import PAGE_BYTES, ObserverPage
 from verifier.sandbox.spawn import Sandboxed, clean_env
 
-READ_ONLY_ROLES = ("reference",)
+READ_ONLY_ROLES: tuple[str, ...] = ()  # every sandbox process writes its own directory (torch caches: the reference's workload count imports inductor)
 
 
 @dataclass(frozen=True)

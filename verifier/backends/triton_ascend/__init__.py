@@ -53,6 +53,7 @@ INTERPRETER_HINT = "pip install 'evokernel[triton]' (upstream Triton's interpret
 
 class TritonAscendBackend(Backend):
     name = NAME
+    import_unavailability = True
     static_imports = frozenset({"triton", "triton.language", "triton.language.math", "triton.language.extra",
                                 "triton.language.extra.libdevice", "triton.language.extra.ascend",
                                 "triton.language.extra.ascend.libdevice"})
@@ -127,6 +128,7 @@ class TritonAscendBackend(Backend):
         from verifier.backends.triton_ascend.gate import driver_job
 
         toolchain = self._toolchain(context)
+        self.context = dict(context)  # judge_build reads the same toolchain
         return (driver_job(candidate_source, context["task_source"], toolchain, COMPILE_TIMEOUT_S,
                            context.get("dtype", "float32")),)
 

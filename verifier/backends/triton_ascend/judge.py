@@ -101,9 +101,18 @@ def _tensor_bytes(spec: dict) -> int:
     return spec_bytes(spec)
 
 
+def _dry_env(toolchain: TritonAscendToolchain, workdir: Path) -> dict[str, str]:
+    """The driver's environment for the build's dry check (run by the build, no candidate: its own
+    HOME, TMPDIR and Triton cache in ``workdir``)."""
+    from verifier.backends.triton_ascend.gate import driver_env
+
+    return {**driver_env(toolchain), "HOME": str(workdir), "TMPDIR": str(workdir),
+            "TRITON_CACHE_DIR": str(workdir / "triton-cache")}
+
+
 def dry_run(requests: Sequence[JudgeRequest], toolchain: TritonAscendToolchain) -> dict[str, dict]:
     """The driver's dry mode over every request with specs; answers keyed by task id."""
-    from verifier.backends.triton_ascend.gate import DRIVER, SECCOMP, driver_env
+    from verifier.backends.triton_ascend.gate import DRIVER, SECCOMP
 
     items = [{"task_id": r.task_id, "task_source": r.source, "specs": r.specs, "dtype": r.dtype}
              for r in requests if r.specs is not None]
@@ -118,7 +127,7 @@ def dry_run(requests: Sequence[JudgeRequest], toolchain: TritonAscendToolchain) 
         (workdir / "request.json").write_text(json.dumps(request))
         result = workdir / "result.json"
         run = run_tool([toolchain.python, DRIVER, "--dry", workdir / "request.json", result], workdir,
-                       60.0 + DRY_SECONDS_PER_TASK * len(items), env=driver_env(toolchain, workdir))
+                       60.0 + DRY_SECONDS_PER_TASK * len(items), env=_dry_env(toolchain, workdir))
         if not result.is_file():
             tail = (run.stderr.strip().splitlines() or ["no output"])[-1]
             return {i["task_id"]: {"died": f"the driver wrote no result ({tail[:200]})"} for i in items}
