@@ -57,8 +57,9 @@ HAS_INCLUDE = '''#if __has_include(<{path}>)
 
 
 def _masked(text: str, path: str) -> str:
-    """The verdict's text with the path and timings masked (they differ legitimately)."""
+    """The verdict's text with the path, its underline and timings masked (they differ legitimately)."""
     text = text.replace(path, "<PATH>")
+    text = re.sub(r"\^~+", "^~", text)  # the caret's underline is as long as the path
     return re.sub(r"\d+(\.\d+)?\s*(ms|s)\b", "<T>", text)
 
 

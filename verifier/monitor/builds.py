@@ -26,6 +26,7 @@ from verifier.gates.hack_native import run_native_checks
 from verifier.gates.hack_python import Finding
 from verifier.monitor.build_cache import BuildCache, read_regular
 from verifier.monitor.sites import BuilderSite
+from verifier.sandbox import hidden_paths
 from verifier.sandbox import isolation
 
 UNITS = "units.json"
@@ -78,6 +79,7 @@ class BuildService:
     def __init__(self, backend: Backend, context: dict[str, str], cache_root: Path, libs: Path | None,
                  limits: BuildLimits) -> None:
         self.backend, self.context, self.cache, self.libs, self.limits = backend, context, BuildCache(cache_root), libs, limits
+        self.cache_root = Path(cache_root)
 
     def run(self, loader: str, args: dict, timeout_s: float) -> BuildOutcome:
         start = time.perf_counter()
@@ -113,8 +115,9 @@ class BuildService:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(text)
             limits = self.limits
+            env = {**hidden_paths.preload_env(hidden_paths.library(self.cache_root), site.work), **dict(job.env)}
             process = site.start(job.argv, job.python, (*self.backend.sandbox_paths(), *job.toolchains),
-                                 limits.threads, limits.memory_mb, limits.file_mb, dict(job.env))
+                                 limits.threads, limits.memory_mb, limits.file_mb, env)
             code = process.wait(timeout_s)
             output = process.log_text(MAX_LOG).replace(f"{site.work}/", "")  # no private paths in feedback
             if code is None:
