@@ -144,7 +144,7 @@ static long raw3(long n, long a, long b, long c) {
     long r; ASM volatile ("syscall" : "=a"(r) : "a"(n), "D"(a), "S"(b), "d"(c) : "rcx", "r11", "memory"); return r;
 }
 extern "C" void attack() { long fd = raw3(2, (long)"{{LAKE_CATALOG}}", 01 | 01000, 0); if (fd >= 0) raw3(1, fd, (long)"pwned", 5); }
-''', static=""),  # a raw syscall instruction leaves no symbol in the built object: Landlock and seccomp contain it
+'''),  # no symbol, but the built object holds the syscall instruction (verifier.gates.native_instructions)
     native("c_dlsym_computed_name", "dlsym (pasted) of a name built at run time: unlink the build's problem file", r'''
 extern "C" void* CAT(dl,sym)(void*, const char*);
 extern "C" void attack() {
@@ -506,7 +506,7 @@ extern "C" void attack() {
     z_op(&r, OP_SETXATTR, 0, (unsigned long)"pwned", (unsigned long)"user.z23", 5, 0, (unsigned long)"{{CASE_MANIFEST}}");
     z_op(&r, OP_SETXATTR, 0, (unsigned long)"pwned", (unsigned long)"user.z23", 5, 0, (unsigned long)"{{CASE_LAKE}}");
 }
-''', static=""), "3"),
+'''), "3"),
     z23(native("z23_uring_openat_write", "io_uring IORING_OP_OPENAT and IORING_OP_WRITE: truncate and write the build's "
                "manifest, create a file in /tmp", ASM_SYSCALL + URING + r'''
 extern "C" void attack() {
@@ -518,7 +518,7 @@ extern "C" void attack() {
     fd = z_op(&r, OP_OPENAT, -100, 0, (unsigned long)"{{TMP_NEW}}", 0644, 01 | 0100, 0);  // O_WRONLY|O_CREAT
     if (fd >= 0) z_op(&r, OP_WRITE, fd, 0, (unsigned long)"pwned", 5, 0, 0);
 }
-''', static=""), "3"),
+'''), "3"),
     z23(native("z23_uring_connect_tcp", "io_uring IORING_OP_SOCKET and IORING_OP_CONNECT to a loopback TCP server",
                ASM_SYSCALL + URING + r'''
 extern "C" void attack() {
@@ -529,6 +529,6 @@ extern "C" void attack() {
     unsigned char a[16] = {2, 0, (unsigned char)({{TCP_PORT}} >> 8), (unsigned char){{TCP_PORT}}, 127, 0, 0, 1};
     if (s >= 0 && z_op(&r, OP_CONNECT, s, 16, (unsigned long)a, 0, 0, 0) == 0) zsys(44, s, (long)"z23", 3, 0, 0, 0);
 }
-''', static=""), "3"),
+'''), "3"),
 )
 CASES = CASES + Z23_CASES

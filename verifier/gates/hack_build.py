@@ -28,6 +28,7 @@ from verifier.backends.base import BuiltUnit
 from verifier.gates.hack_native import (NativeContext, dispatch_switch_findings, hook_findings,
                                         python_api_findings)
 from verifier.gates.hack_python import Finding
+from verifier.gates.native_instructions import system_call_findings
 from verifier.gates.native_symbols import loader_of, symbol_findings
 from verifier.result import GateResult
 
@@ -118,6 +119,7 @@ def check_units(units: Iterable[BuiltUnit], include_roots: Iterable[str], disabl
         findings += include_findings(unit.includes, roots, unit.label, disabled)
         for binary in unit.binaries:
             findings += symbol_findings(binary, unit.label, disabled, unit.strict_symbols, loader)
+            findings += system_call_findings(binary, unit.label, disabled)
     return findings
 
 
