@@ -68,10 +68,16 @@ def mismatch(cand: tuple, ref: tuple, tol: Tolerance, rng: np.random.Generator |
 
 
 def _pair(peers: Peers, index: int, trial, cand_first: bool) -> tuple:
+    """One timed pair on fresh inputs. Both sides first run once untimed, in the order they are then
+    timed, so that each timed call follows the other side's call: the reference worker drew the inputs
+    just before, and a process that ran last is measurably faster (an A/A bias of 10-30% on sub-ms
+    tasks without this, about 5% with it: benchmarks.timing_floor)."""
     spec, _ = peers.stage(trial.index if trial else index, trial is None)
+    sides = ("candidate", "reference") if cand_first else ("reference", "candidate")
     results = {}
-    for side in (("candidate", "reference") if cand_first else ("reference", "candidate")):
-        results[side] = peers.candidate(spec, "timing") if side == "candidate" else peers.reference_call(spec)
+    for timed in (False, True):
+        for side in sides:
+            results[side] = peers.candidate(spec, "timing") if side == "candidate" else peers.reference_call(spec)
     return results["candidate"], results["reference"]
 
 
