@@ -61,11 +61,24 @@ def rss_bytes(pid: int) -> int:
     return 0
 
 
+def pss_bytes(pid: int) -> int:
+    """The process's proportional set size: shared pages (torch's libraries, mapped by every sandbox
+    process) counted once over all their users, so a tree's sum is the memory it really holds."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
 class PeakRss:
-    """Samples the summed RSS of this process tree until stopped; ``peak`` in bytes."""
+    """Samples the summed RSS (and PSS) of this process tree until stopped; ``peak``/``peak_pss`` in bytes."""
 
     def __init__(self, interval_s: float = 0.02) -> None:
-        self.interval_s, self.peak, self.processes = interval_s, 0, 0
+        self.interval_s, self.peak, self.peak_pss, self.processes = interval_s, 0, 0, 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -74,6 +87,7 @@ class PeakRss:
         while not self._stop.is_set():
             pids = descendants(me)
             self.peak = max(self.peak, sum(rss_bytes(p) for p in pids))
+            self.peak_pss = max(self.peak_pss, sum(pss_bytes(p) for p in pids))
             self.processes = max(self.processes, len(pids))
             self._stop.wait(self.interval_s)
 
@@ -116,7 +130,7 @@ def main() -> None:
             seconds = time.perf_counter() - start
         gates = ", ".join(f"{g.name} {'pass' if g.passed else 'FAIL'} {g.seconds:.1f} s" for g in verdict.gates)
         print(f"{task.task_id}: correctness at {small['input_shapes']}; {gates}; {seconds:.1f} s; peak RSS "
-              f"{peak.peak / 2**20:.0f} MiB over {peak.processes} processes")
+              f"{peak.peak / 2**20:.0f} MiB (PSS {peak.peak_pss / 2**20:.0f} MiB) over {peak.processes} processes")
         for gate in verdict.gates:
             if gate.reason:
                 print(f"    {gate.name}: {gate.reason[:160]}")

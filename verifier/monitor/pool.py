@@ -50,6 +50,14 @@ class Pool:
         return site or ReferenceSite(threads, memory_mb, devices)
 
     def _refill(self, table: dict, key, size: int, make) -> None:
+        """Keep ``size`` spares for ``key``; spares booted for any other key are closed (a process keeps
+        spares for the kind of verification it ran last, not for every kind it ever ran)."""
+        with self._lock:
+            stale = [s for other, spares in table.items() if other != key for s in spares]
+            for other in [k for k in table if k != key]:
+                del table[other]
+        for site in stale:
+            site.close()
         while True:
             with self._lock:
                 if len(table.get(key, [])) >= size:
