@@ -50,28 +50,26 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def rss_bytes(pid: int) -> int:
+def _kib_field(path: str, field: str) -> int:
+    """Bytes of a "Field:  N kB" line of a /proc file (0 once the process is gone)."""
     try:
-        with open(f"/proc/{pid}/status") as fh:
+        with open(path) as fh:
             for line in fh:
-                if line.startswith("VmRSS:"):
+                if line.startswith(field):
                     return int(line.split()[1]) * 1024
     except OSError:
         pass
     return 0
+
+
+def rss_bytes(pid: int) -> int:
+    return _kib_field(f"/proc/{pid}/status", "VmRSS:")
 
 
 def pss_bytes(pid: int) -> int:
     """The process's proportional set size: shared pages (torch's libraries, mapped by every sandbox
     process) counted once over all their users, so a tree's sum is the memory it really holds."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as fh:
-            for line in fh:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
+    return _kib_field(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 class PeakRss:

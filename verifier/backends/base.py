@@ -176,9 +176,10 @@ class Backend(ABC):
         object whose symbols are checked). Default: none."""
         return ()
 
-    def judge_build(self, job: BuildJob, code: int, output: str, records: dict[str, bytes]) -> tuple[bool, str]:
-        """(passed, text) of a finished build: the note of a passing one, the compile gate's feedback
-        for a failing one. Default: the exit status decides (:meth:`build_success`, :meth:`build_failure`)."""
+    def judge_build(self, job: BuildJob, code: int, output: str, records: dict[str, bytes],
+                    context: dict[str, str]) -> tuple[bool, str]:
+        """(passed, text) of a finished build (``context``: the one its job was made with): the note of a
+        passing one, the compile gate's feedback for a failing one. Default: the exit status decides (:meth:`build_success`, :meth:`build_failure`)."""
         return (True, self.build_success(job, output)) if code == 0 else (False, self.build_failure(job, output))
 
     def build_failure(self, job: BuildJob, output: str) -> str:

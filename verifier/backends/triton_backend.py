@@ -117,7 +117,8 @@ class TritonBackend(Backend):
             return ()  # on a GPU, Triton compiles each kernel at its first launch in the runner
         return (aot_job(candidate_source, _capability(), triton_version() or "?", ()),)
 
-    def judge_build(self, job: BuildJob, code: int, output: str, records: dict[str, bytes]) -> tuple[bool, str]:
+    def judge_build(self, job: BuildJob, code: int, output: str, records: dict[str, bytes],
+                    context: dict[str, str]) -> tuple[bool, str]:
         ok, text = judge(code, output, records)
         return ok, ("; ".join(line.strip() for line in text.splitlines()[:6])[:300] if ok else text)
 

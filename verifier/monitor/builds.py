@@ -13,6 +13,7 @@ sandbox process said is taken for one.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import time
@@ -81,6 +82,11 @@ class BuildService:
         self.backend, self.context, self.cache, self.libs, self.limits = backend, context, BuildCache(cache_root), libs, limits
         self.cache_root = Path(cache_root)
 
+    @functools.cached_property
+    def hidden_paths_library(self) -> Path | None:
+        """The compilers' preload that shows a forbidden path as a missing one (built once per cache)."""
+        return hidden_paths.library(self.cache_root)
+
     def run(self, loader: str, args: dict, timeout_s: float) -> BuildOutcome:
         start = time.perf_counter()
         try:
@@ -115,7 +121,7 @@ class BuildService:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(text)
             limits = self.limits
-            env = {**hidden_paths.preload_env(hidden_paths.library(self.cache_root), site.work), **dict(job.env)}
+            env = {**hidden_paths.preload_env(self.hidden_paths_library, site.work), **dict(job.env)}
             process = site.start(job.argv, job.python, (*self.backend.sandbox_paths(), *job.toolchains),
                                  limits.threads, limits.memory_mb, limits.file_mb, env)
             code = process.wait(timeout_s)
@@ -126,7 +132,7 @@ class BuildService:
                                     output[-2000:])
             records = {rel: read_regular(site.work / rel) or b"" for rel in job.records}
             artifact = read_regular(site.work / job.artifact) if job.artifact else b""
-            ok, text = self.backend.judge_build(job, code, output, records)
+            ok, text = self.backend.judge_build(job, code, output, records, self.context)
             if not ok or artifact is None:
                 detail = text or f"the build produced no {job.artifact}"
                 return BuildOutcome(False, "compile", (detail.splitlines() or [f"build failed ({code})"])[0][:300], detail)

@@ -78,15 +78,19 @@ class Pool:
             except Exception:  # noqa: BLE001 - a broken spare is dropped when it is taken
                 continue
 
+    def _held(self) -> list:
+        """Every spare held now (call with the lock held)."""
+        return [s for spares in (*self._runners.values(), *self._references.values()) for s in spares]
+
     def spare_launcher_pids(self) -> set[int]:
         """The launcher pids of the spares held now (processes that saw no candidate yet)."""
         with self._lock:
-            sites = [s for spares in (*self._runners.values(), *self._references.values()) for s in spares]
+            sites = self._held()
         return {s.process.proc.pid for s in sites}
 
     def close(self) -> None:
         with self._lock:
-            sites = [s for spares in (*self._runners.values(), *self._references.values()) for s in spares]
+            sites = self._held()
             self._runners, self._references = {}, {}
         for site in sites:
             site.close()

@@ -128,15 +128,15 @@ class TritonAscendBackend(Backend):
         from verifier.backends.triton_ascend.gate import driver_job
 
         toolchain = self._toolchain(context)
-        self.context = dict(context)  # judge_build reads the same toolchain
         return (driver_job(candidate_source, context["task_source"], toolchain, COMPILE_TIMEOUT_S,
                            context.get("dtype", "float32")),)
 
-    def judge_build(self, job: BuildJob, code: int, output: str, records: dict[str, bytes]) -> tuple[bool, str]:
+    def judge_build(self, job: BuildJob, code: int, output: str, records: dict[str, bytes],
+                    context: dict[str, str]) -> tuple[bool, str]:
         from verifier.backends.triton_ascend.gate import judge
 
         request = json.loads(dict(job.files)["request.json"])
-        return judge(records, output, request["candidate_source"], self._toolchain(self.context))
+        return judge(records, output, request["candidate_source"], self._toolchain(context))
 
     def _toolchain(self, context: dict[str, str]):
         root = Path(context["toolchains"]) if context.get("toolchains") else None

@@ -53,21 +53,17 @@ int __open64_2(const char* path, int flags) { return open64(path, flags); }
 int __openat_2(int dir, const char* path, int flags) { return openat(dir, path, flags); }
 int __openat64_2(int dir, const char* path, int flags) { return openat64(dir, path, flags); }
 
-FILE* fopen(const char* path, const char* mode) {
-    static FILE* (*real)(const char*, const char*);
-    if (!real) real = (FILE * (*)(const char*, const char*))dlsym(RTLD_NEXT, "fopen");
-    FILE* f = real(path, mode);
-    if (!f && errno == EACCES) errno = ENOENT;
-    return f;
-}
+#define WRAP_FOPEN(name)                                                             \
+    FILE* name(const char* path, const char* mode) {                                 \
+        static FILE* (*real)(const char*, const char*);                              \
+        if (!real) real = (FILE * (*)(const char*, const char*))dlsym(RTLD_NEXT, #name);\
+        FILE* f = real(path, mode);                                                  \
+        if (!f && errno == EACCES) errno = ENOENT;                                   \
+        return f;                                                                    \
+    }
 
-FILE* fopen64(const char* path, const char* mode) {
-    static FILE* (*real)(const char*, const char*);
-    if (!real) real = (FILE * (*)(const char*, const char*))dlsym(RTLD_NEXT, "fopen64");
-    FILE* f = real(path, mode);
-    if (!f && errno == EACCES) errno = ENOENT;
-    return f;
-}
+WRAP_FOPEN(fopen)
+WRAP_FOPEN(fopen64)
 
 int access(const char* path, int how) {
     static int (*real)(const char*, int);
