@@ -128,8 +128,9 @@ def print_summary(result: dict) -> None:
         first = "-" if t["first_feasible_iteration"] is None else str(t["first_feasible_iteration"])
         typer.echo(f"{t['task_id']:34} {t['attempts']:>8} {str(t['feasible']):>8} {first:>5} {speed:>8} {best:>10}  "
                    f"{t['stop_reason']}")
-    typer.echo("first: iteration of the first feasible kernel (0-based); speedup: the best kernel's over PyTorch, "
-               "paired in its own verification; its ms: that kernel's time")
+    typer.echo("first: iteration of the first feasible kernel (0-based); speedup: the best kernel's over PyTorch "
+               "(median), paired in its own verification; its ms: that kernel's time. The report counts a timing "
+               "flagged noisy (a loaded machine) at its 95% CI's low end, so its figures can be lower")
     report = result.get("report")
     if report:  # the report flow's result: its paths, data quality, ...
         typer.echo(f"report: {report.get('html', report) if isinstance(report, dict) else report}")
