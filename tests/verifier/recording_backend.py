@@ -1,12 +1,15 @@
 """A test-only backend: the CPU backend driven through the device protocol (Prime, Call, Collect:
 verifier.sandbox.serve), printing every device hook the runner calls (synchronize, the cache flush)
-and the device of every tensor handed to the candidate's forward, onto the runner's log.
+and the device of every tensor handed to the candidate's forward (and a checksum of the first one's
+bytes), onto the runner's log.
 
 Loaded inside the runner through the registry as ``tests.verifier.recording_backend:RecordingBackend``
 (an entry-point style name).
 """
 
 from __future__ import annotations
+
+import zlib
 
 import torch
 
@@ -30,7 +33,7 @@ class RecordingBackend(CpuBackend):
             def forward(self, *args):
                 devices = [str(a.device) for a in args if isinstance(a, torch.Tensor)]
                 params = [str(p.device) for p in self.parameters()]
-                record("forward " + " ".join(devices) + " | " + " ".join(params))
+                record("forward " + " ".join(devices) + " | " + " ".join(params) + f" | {_checksum(args[0])}")
                 return super().forward(*args)
 
         return Recorded
@@ -40,6 +43,10 @@ class RecordingBackend(CpuBackend):
 
     def flush_cache(self) -> None:
         record("flush")
+
+
+def _checksum(tensor: torch.Tensor) -> int:
+    return zlib.crc32(tensor.numpy().tobytes())
 
 
 def read_log(text: str) -> list[str]:

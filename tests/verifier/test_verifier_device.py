@@ -36,10 +36,14 @@ def test_every_call_is_primed_run_and_collected_through_the_backend_hooks(tmp_pa
     assert verdict.passed, verdict.feedback
     log = read_log("".join(logs))
     forwards = [e for e in log if e.startswith("forward ")]
-    assert forwards and all(e.split(" ", 1)[1].replace("|", "").split() == ["cpu"] * 3 for e in forwards)
+    assert forwards and all(e.split(" | ")[0].split()[1:] + e.split(" | ")[1].split() == ["cpu"] * 3 for e in forwards)
     calls = 5 + 1 + 1 + 2 * 1  # checks, the repeat of trial 0, the perturbation probe, post-timing trials
     pairs = settings.warmup_calls + settings.latency_rounds * settings.calls_per_round
     assert len(forwards) == calls + 2 * pairs  # each pair: one untimed call per side, then the timed one
+    inputs = [e.split(" | ")[2] for e in forwards]
+    for k in range(pairs):  # the untimed call runs on inputs seen before; the timed one on others
+        warm, timed = 5 + 1 + 1 + 2 * k, 5 + 1 + 1 + 2 * k + 1
+        assert inputs[warm] in inputs[:warm] and inputs[timed] != inputs[warm], (k, inputs)
     assert log.count("flush") == len(forwards)  # every call primed: cache flushed before it, untimed
     first = log.index(forwards[0])
     assert log[first - 2:first] == ["flush", "sync"] and log[first + 1] == "sync"  # primed, then run and synced

@@ -47,6 +47,16 @@ class Peers:
     tolerance: Tolerance | None = None
     note: str = ""  # the runner's latest runtime note (the interpreter's autotune configs)
     spent_ns: int = 0  # the candidate's calls so far in this phase
+    seen: tuple[list, bytes] | None = None  # the last staged inputs (spec, bytes): both sides have run them
+
+    def place(self, inputs: tuple[list, bytes], cand_first: bool) -> list:
+        """Inputs staged earlier, written again by the monitor into both arenas, the arena of the side
+        timed first last (which side that is is drawn per round: neither side is favoured); their spec."""
+        spec, data = inputs
+        for arena in (self.reference_arena, self.runner_arena) if cand_first else (self.runner_arena,
+                                                                                   self.reference_arena):
+            arena.map[:len(data)] = data
+        return spec
 
     def stage(self, index: int, timing: bool) -> tuple[list, int]:
         """A trial's (or timed pair's) inputs drawn by the reference worker and copied, by the monitor,
@@ -56,6 +66,7 @@ class Peers:
         data = self.reference_arena.map[:span]
         self.runner_arena.map[:span] = data
         self.reference_arena.map[:span] = data  # both sides' inputs last written by the monitor (same cache state)
+        self.seen = (spec, data)
         return spec, span
 
     def candidate(self, spec: list, during: str):

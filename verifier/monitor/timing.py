@@ -71,13 +71,22 @@ def _pair(peers: Peers, index: int, trial, cand_first: bool) -> tuple:
     """One timed pair on fresh inputs. Both sides first run once untimed, in the order they are then
     timed, so that each timed call follows the other side's call: the reference worker drew the inputs
     just before, and a process that ran last is measurably faster (an A/A bias of 10-30% on sub-ms
-    tasks without this, about 5% with it: benchmarks.timing_floor)."""
+    tasks without this, about 5% with it: benchmarks.timing_floor). The untimed calls run on inputs
+    both sides ran before (the previous pair's, or the last trial's), never on the timed ones: a kernel
+    that remembers its last inputs' result would otherwise time a copy."""
+    seen = peers.seen
     spec, _ = peers.stage(trial.index if trial else index, trial is None)
+    fresh = peers.seen
     sides = ("candidate", "reference") if cand_first else ("reference", "candidate")
-    results = {}
-    for timed in (False, True):
-        for side in sides:
-            results[side] = peers.candidate(spec, "timing") if side == "candidate" else peers.reference_call(spec)
+
+    def run(inputs: list) -> dict:
+        return {side: peers.candidate(inputs, "timing") if side == "candidate" else peers.reference_call(inputs)
+                for side in sides}
+
+    if seen is not None:
+        run(peers.place(seen, cand_first))
+        peers.place(fresh, cand_first)
+    results = run(spec)
     return results["candidate"], results["reference"]
 
 
