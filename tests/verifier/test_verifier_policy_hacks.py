@@ -126,6 +126,14 @@ torch.os.remove("x")
 import typing
 typing.sys.modules["os"].remove("x")
 """),
+    "enum_builtins_alias": ("imports", """
+import enum
+enum.bltns.exec("1")
+"""),
+    "enum_sys": ("imports", """
+import enum
+enum.sys.modules["os"].remove("x")
+"""),
     "dataclasses_builtins": ("imports", """
 import dataclasses
 dataclasses.builtins.exec("1")

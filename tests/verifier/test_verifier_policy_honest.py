@@ -280,6 +280,20 @@ class ModelNew(nn.Module):
         lib.relu(x if ok else x.contiguous(), y, n, chunks, strides[-1])
         return y
 """,
+    "enum_of_kernels": """
+import enum
+class Op(enum.Enum):
+    RELU = 1
+    COPY = 2
+class ModelNew(nn.Module):
+    def __init__(self, op=Op.RELU):
+        super().__init__()
+        self.op = op
+    def forward(self, x):
+        y = torch.empty_like(x)
+        (lib.relu if self.op is Op.RELU else lib.copy)(x.contiguous(), y, x.numel())
+        return y
+""",
     "lazy_global_build_and_constant_getattr": """
 from torch.utils.cpp_extension import load_inline
 _EXT = None

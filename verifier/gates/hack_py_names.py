@@ -10,7 +10,7 @@ from __future__ import annotations
 
 ALLOWED_IMPORTS = {"torch", "torch.nn", "torch.nn.functional", "math", "typing", "__future__",
                    "verifier.cpu_native", "torch.utils.cpp_extension", "torch.utils", "functools",
-                   "dataclasses", "numpy", "operator", "itertools", "collections", "collections.abc"}
+                   "dataclasses", "numpy", "operator", "itertools", "collections", "collections.abc", "enum"}
 # Members of allowed modules that reach attributes by a string (getattr by another name): refused
 # unless the string is a constant, non-dunder name.
 STRING_ACCESSORS = {"operator.attrgetter", "operator.methodcaller"}
@@ -27,7 +27,8 @@ SYSTEM_MODULES = {"os", "io", "sys", "pathlib", "shutil", "tempfile", "mmap", "p
 # dataclasses.builtins, torch.utils.cpp_extension.subprocess...): never reached through them.
 REEXPORTED_MODULES = SYSTEM_MODULES | {"builtins", "platform", "shlex", "sysconfig", "setuptools", "copyreg", "copy",
                                        "operator", "logging", "collections", "contextlib", "abc", "keyword", "re",
-                                       "stdlib_re", "itertools", "textwrap", "warnings", "errno", "glob", "types"}
+                                       "stdlib_re", "itertools", "textwrap", "warnings", "errno", "glob", "types",
+                                       "bltns"}  # enum's name for builtins
 REEXPORT_EXCEPTIONS = {("torch", "types"), ("torch", "signal"), ("collections", "abc")}  # their own submodules
 
 # Calling these torch names gives plain Python values, not tensors.
