@@ -18,9 +18,11 @@ import argparse
 import random
 import statistics
 import time
+from contextlib import nullcontext
 
 from benchmarks.verify_speed import CASES, bundled_task
 from verifier.gates.latency import PairedTimes, summarise
+from verifier.monitor.freeze import stopped
 from verifier.monitor.peers import call
 from verifier.monitor.reference import Reference
 from verifier.monitor.sites import ReferenceSite
@@ -97,7 +99,9 @@ def aa(name: str, rounds: int, calls_per_round: int, seed: int) -> dict:
                     spec = place(inputs, first)
                     for side in ((a, b) if first else (b, a)):
                         arena = a_arena if side is a else b_arena
-                        took = call(side.process, arena, spec, out_start, time.monotonic() + 60, "A/A").ns / 1e6
+                        other = b if side is a else a  # each timed with the other stopped, as the gate does
+                        with stopped(other.process.pid()) if timed else nullcontext():
+                            took = call(side.process, arena, spec, out_start, time.monotonic() + 60, "A/A").ns / 1e6
                         if timed:
                             (ra if side is a else rb).append(took)
                 seen = fresh

@@ -12,12 +12,14 @@ After every call: the runner's watch (verifier.monitor.watch) and the inputs lef
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from verifier.gates.correctness import Tolerance, check_trials
 from verifier.gates.trial_data import TrialOutputs
+from verifier.monitor.freeze import stopped
 from verifier.monitor.peers import PeerFailure, call
 from verifier.monitor.reference import Reference, ReferenceFailed
 from verifier.monitor.watch import Watch, inputs_changed
@@ -69,10 +71,13 @@ class Peers:
         self.seen = (spec, data)
         return spec, span
 
-    def candidate(self, spec: list, during: str):
+    def candidate(self, spec: list, during: str, other_stopped: bool = False):
+        """The candidate on ``spec``; ``other_stopped``: with the reference worker stopped throughout (a
+        timed call: each side is timed while the other is stopped, verifier.monitor.freeze)."""
         began = time.monotonic_ns()
-        answer = call(self.runner, self.runner_arena, spec, self.out_start, time.monotonic() + self.call_s, during,
-                      self.staged)
+        with stopped(self.reference.process.pid()) if other_stopped else nullcontext():
+            answer = call(self.runner, self.runner_arena, spec, self.out_start, time.monotonic() + self.call_s,
+                          during, self.staged)
         self.spent_ns += time.monotonic_ns() - began
         if self.spent_ns > self.budget_s * 1e9:
             raise PeerFailure("timeout", f"the candidate's calls took more than {self.budget_s:.0f} s in all during "
@@ -83,10 +88,12 @@ class Peers:
         self.note = answer.note or self.note
         return answer
 
-    def reference_call(self, spec: list):
+    def reference_call(self, spec: list, other_stopped: bool = False):
+        """The reference on ``spec``; ``other_stopped``: with the runner stopped throughout (a timed call)."""
         try:
-            return call(self.reference.process, self.reference_arena, spec, self.out_start,
-                        time.monotonic() + self.machine_s, "the reference's timing", self.staged)
+            with stopped(self.watch.pid) if other_stopped else nullcontext():
+                return call(self.reference.process, self.reference_arena, spec, self.out_start,
+                            time.monotonic() + self.machine_s, "the reference's timing", self.staged)
         except PeerFailure as failure:
             raise ReferenceFailed(f"reference worker failed: {failure.reason}") from None
 

@@ -73,20 +73,22 @@ def _pair(peers: Peers, index: int, trial, cand_first: bool) -> tuple:
     just before, and a process that ran last is measurably faster (an A/A bias of 10-30% on sub-ms
     tasks without this, about 5% with it: benchmarks.timing_floor). The untimed calls run on inputs
     both sides ran before (the previous pair's, or the last trial's), never on the timed ones: a kernel
-    that remembers its last inputs' result would otherwise time a copy."""
+    that remembers its last inputs' result would otherwise time a copy. Each side is timed while the
+    other is stopped (verifier.monitor.freeze): no thread the candidate left behind runs while the
+    reference is timed, and both sides are woken the same way before their calls."""
     seen = peers.seen
     spec, _ = peers.stage(trial.index if trial else index, trial is None)
     fresh = peers.seen
     sides = ("candidate", "reference") if cand_first else ("reference", "candidate")
 
-    def run(inputs: list) -> dict:
-        return {side: peers.candidate(inputs, "timing") if side == "candidate" else peers.reference_call(inputs)
-                for side in sides}
+    def run(inputs: list, timed: bool) -> dict:  # a timed call runs with the other side stopped
+        return {side: peers.candidate(inputs, "timing", other_stopped=timed) if side == "candidate" else
+                peers.reference_call(inputs, other_stopped=timed) for side in sides}
 
     if seen is not None:
-        run(peers.place(seen, cand_first))
+        run(peers.place(seen, cand_first), False)
         peers.place(fresh, cand_first)
-    results = run(spec)
+    results = run(spec, True)
     return results["candidate"], results["reference"]
 
 
