@@ -16,7 +16,8 @@ Denied in every profile (the process is killed with SIGSYS, so the verdict names
 Answered with an error instead (libraries probe these and fall back):
   io_uring_setup/enter/register -> ENOSYS (io_uring ops would bypass this filter: a socket, an
   xattr or an open are all io_uring operations); socket/socketpair -> EACCES (no network at all; the
-  runner's network namespace has no address either); perf_event_open -> EACCES; file metadata
+  runner's network namespace has no address either); System V and POSIX IPC (msgget, shmget, semget,
+  mq_open and their operations: objects that outlive the process) -> EACCES; perf_event_open -> EACCES; file metadata
   (chmod, chown, utime(s), utimensat, *xattr*, file_setattr) -> EPERM, because Landlock does not
   govern metadata and a process that keeps uid 0 without capabilities still owns root's files.
 Runner only (no process may come from candidate code, no more cores than the launcher gave it:
@@ -60,6 +61,12 @@ KILLED = dict(
 )
 NOSYS = dict(io_uring_setup=425, io_uring_enter=426, io_uring_register=427)
 NETWORK = dict(socket=41, socketpair=53)
+# System V and POSIX message queues, semaphores and shared memory: kernel objects outside every file
+# rule (Landlock) and the sandbox's namespaces, which outlive the process and any other process could
+# read (a candidate's queue or segment would carry its secrets past the verdict)
+IPC = dict(shmget=29, shmat=30, shmctl=31, semget=64, semop=65, semctl=66, shmdt=67, msgget=68, msgsnd=69,
+           msgrcv=70, msgctl=71, semtimedop=220, mq_open=240, mq_unlink=241, mq_timedsend=242,
+           mq_timedreceive=243, mq_notify=244, mq_getsetattr=245)
 PERF = dict(perf_event_open=298)
 AFFINITY = dict(sched_setaffinity=203)  # the runner keeps the cores it was given (EPERM: libraries may try)
 METADATA = dict(chmod=90, fchmod=91, chown=92, fchown=93, lchown=94, utime=132, setxattr=188, lsetxattr=189,
@@ -96,7 +103,7 @@ def program(profile: str, own_pid: int = 0) -> list[tuple[int, int, int, int]]:
     killed = dict(KILLED, **(RUNNER_KILLED if profile == RUNNER else {}))
     prog += [("jeq", nr, "kill") for nr in killed.values()]
     prog += [("jeq", nr, "enosys") for nr in NOSYS.values()]
-    prog += [("jeq", nr, "eacces") for nr in (*NETWORK.values(), *PERF.values())]
+    prog += [("jeq", nr, "eacces") for nr in (*NETWORK.values(), *IPC.values(), *PERF.values())]
     prog += [("jeq", nr, "eperm") for nr in METADATA.values()]
     if profile == RUNNER:
         prog += [("jeq", nr, "eperm") for nr in AFFINITY.values()]
