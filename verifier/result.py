@@ -12,6 +12,10 @@ from verifier.roofline import RooflinePosition
 
 GATES = ("hack", "compile", "correctness", "latency")
 FEASIBILITY_GATES = ("hack", "compile", "correctness")
+# A passed latency gate whose reason starts with this measured the kernel but cannot stand behind the
+# figure (too many timed windows disturbed by other work on the machine): the machine's outcome for a
+# speed reward (evokernel.agent.attribution), while the kernel's feasibility stands.
+UNTRUSTED_LATENCY = "latency not measured trustworthily"
 
 
 @dataclass(frozen=True)
@@ -21,6 +25,10 @@ class GateResult:
     reason: str  # one line, trimmed; "" when passed
     seconds: float
     detail: str = ""  # longer text (trimmed diagnostics, first mismatch), shown to the LLM
+
+    @property
+    def untrusted_latency(self) -> bool:
+        return self.name == "latency" and self.passed and self.reason.startswith(UNTRUSTED_LATENCY)
 
 
 @dataclass(frozen=True)
@@ -35,6 +43,11 @@ class LatencyResult:
     flag_reason: str = ""
     roofline: RooflinePosition | None = None  # bytes and FLOPs over candidate_ms against the probed peaks
     note: str = ""  # a hint that is not a flag (a speedup above the ratio bound but within the roofline)
+    calls_per_window: int = 1  # calls each side made per timed window (its time over them is one sample)
+    rounds_retimed: int = 0  # rounds played again: other work on the machine disturbed a timed window
+    trusted: bool = True  # False: too many windows were disturbed to stand behind the figure (the
+    untrusted_reason: str = ""  # machine's outcome, never a kernel's score: evokernel.agent.attribution)
+    priority: str = ""  # "raised" (the timed processes first in line for a CPU), or why not
 
 
 @dataclass(frozen=True)

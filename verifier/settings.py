@@ -27,9 +27,12 @@ class VerifySettings:
     timeout_s: float = 120.0  # wall clock for load + correctness + latency (compile excluded)
     compile_timeout_s: float = 300.0  # load_inline's fresh build takes ~45 s here
     correctness_trials: int = 5  # >= 5; trials cycle through the input distributions
-    latency_rounds: int = 30  # paired, interleaved rounds (each side: median of calls_per_round)
-    calls_per_round: int = 3
-    warmup_calls: int = 3
+    latency_rounds: int = 20  # paired rounds: one timed window per side each (verifier.monitor.timing)
+    window_ms: float = 10.0  # a window holds as many calls as the faster side needs to fill this
+    max_calls_per_window: int = 256
+    warmup_rounds: int = 1  # untimed rounds after the calibration round (outputs checked all the same)
+    retime_rounds: int | None = None  # rounds that may be played again when the machine disturbed one (None: as many as latency_rounds)
+    boost_priority: bool = True  # raise the timed processes' scheduling priority where allowed (verifier.monitor.priority)
     bootstrap_resamples: int = 4000
     memory_limit_mb: int = 6144  # RLIMIT_AS of the sandbox (torch reserves ~1-2 GiB virtual)
     file_size_limit_mb: int = 256  # RLIMIT_FSIZE: compiler outputs fit, a disk fill does not
@@ -43,14 +46,15 @@ class VerifySettings:
     def __post_init__(self) -> None:
         if self.correctness_trials < 5:
             raise ValueError(f"VerifySettings.correctness_trials: must be >= 5, got {self.correctness_trials}")
-        for name in ("threads", "latency_rounds", "calls_per_round", "memory_limit_mb", "file_size_limit_mb"):
+        for name in ("threads", "latency_rounds", "max_calls_per_window", "memory_limit_mb", "file_size_limit_mb"):
             if getattr(self, name) < 1:
                 raise ValueError(f"VerifySettings.{name}: must be >= 1, got {getattr(self, name)}")
-        for name in ("timeout_s", "compile_timeout_s", "plausibility_bound", "trivial_margin"):
+        for name in ("timeout_s", "compile_timeout_s", "plausibility_bound", "trivial_margin", "window_ms"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"VerifySettings.{name}: must be > 0, got {getattr(self, name)}")
-        if self.warmup_calls < 0 or self.bootstrap_resamples < 100 or self.pool_size < 0:
-            raise ValueError("VerifySettings: warmup_calls and pool_size must be >= 0, bootstrap_resamples >= 100")
+        if self.warmup_rounds < 0 or self.bootstrap_resamples < 100 or self.pool_size < 0 or (self.retime_rounds or 0) < 0:
+            raise ValueError("VerifySettings: warmup_rounds, retime_rounds and pool_size must be >= 0, "
+                             "bootstrap_resamples >= 100")
         object.__setattr__(self, "cache_dir", Path(self.cache_dir))
         object.__setattr__(self, "disabled_checks", tuple(self.disabled_checks))
 
@@ -59,8 +63,8 @@ class VerifySettings:
 
     @classmethod
     def for_tests(cls, cache_dir: Path, **changes) -> "VerifySettings":
-        """Fast settings for the test suite: few latency rounds, same correctness strength."""
-        values = dict(latency_rounds=5, calls_per_round=1, warmup_calls=1, bootstrap_resamples=500,
+        """Fast settings for the test suite: few, short latency rounds, same correctness strength."""
+        values = dict(latency_rounds=5, window_ms=2.0, warmup_rounds=0, retime_rounds=0, bootstrap_resamples=500,
                       timeout_s=60.0, cache_dir=cache_dir)
         values.update(changes)
         return cls(**values)

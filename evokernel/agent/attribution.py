@@ -19,6 +19,12 @@ task), and counted apart in reports.
 
 ``latency_unmeasurable`` is set when the latency gate cannot run here even though the candidate is
 feasible: a campaign then does not refine (a refinement could not be scored; see state.py).
+
+``latency_untrusted`` is set when the latency gate ran but could not stand behind its figure (too many
+timed windows disturbed by other work on the machine: verifier.result.UNTRUSTED_LATENCY): the kernel
+stays the candidate's (its feasibility counts: a trace, a start point), while its speed is the
+machine's outcome: a refinement earns no reward from it and no value moves (scoring.py), and it never
+becomes a task's best kernel (state.py).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ class Attribution:
     owner: str  # CANDIDATE | MACHINE
     reason: str = ""  # the machine's outcome: why (one line); "" for the candidate's
     latency_unmeasurable: str = ""  # the latency gate's "unavailable here" reason, when it is one
+    latency_untrusted: str = ""  # the latency gate's "not measured trustworthily" reason, when it is one
 
     @property
     def scored(self) -> bool:
@@ -61,6 +68,8 @@ def attribute_gates(gates: tuple[GateResult, ...] | list[GateResult], stage: int
     latency = next((g for g in gates if g.name == "latency"), None)
     unmeasurable = latency.reason if latency is not None and is_unavailable(latency) else ""
     failed = next((g for g in gates if not g.passed), None)
+    if failed is None and latency is not None and latency.untrusted_latency:
+        return Attribution(CANDIDATE, latency_untrusted=_line(latency.reason))
     if failed is None or not is_unavailable(failed):
         return Attribution(CANDIDATE, latency_unmeasurable=unmeasurable)
     if failed.name in FEASIBILITY_GATES or stage == 2:

@@ -60,6 +60,10 @@ def score(stage: int, verdict: Verdict | None, incumbent: rewards.PairedSpeedup 
     feasible = bool(verdict and verdict.feasible)
     if stage == 1:
         return _draft(verdict, feasible, who, learns_values)
+    if who.latency_untrusted:
+        return Scored(CANDIDATE, None, None, None, incumbent_speedup=incumbent.speedup if incumbent else None,
+                      rule=f"feasible, but {who.latency_untrusted}: the speed is the machine's outcome, so no "
+                           "reward and no value update")
     latency = verdict.latency if verdict else None
     new = rewards.PairedSpeedup.of(latency.speedup, latency.ci_low, latency.ci_high) if latency else None
     terms = rewards.refine_terms(feasible, incumbent, new)

@@ -162,7 +162,7 @@ def outcome_from_row(row: dict, trace_item_id: str | None) -> StepOutcome:
     who = attribute_gates(gates_from_json(row.get("gates_json")), stage)
     return StepOutcome(
         attempt_id=row["attempt_id"], task_id=row["task_id"], iteration=int(row["iteration"]),
-        owner=owner_of(row), latency_unmeasurable=who.latency_unmeasurable,
+        owner=owner_of(row), latency_unmeasurable=who.latency_unmeasurable, latency_untrusted=who.latency_untrusted,
         machine_reason=row.get("machine_reason") or "", reward_applied=applied_reward(row),
         stage=stage, feasible=bool(row["feasible"]), failed_gate=row["failed_gate"],
         candidate_ms=row["candidate_ms"], speedup=row["speedup"], reward=row["reward"],

@@ -100,3 +100,20 @@ def test_a_refine_score_records_the_normalisers_inputs_and_the_applied_reward():
     # slower kernel is above their mean and its applied reward is positive; the row says so in numbers
     assert cols["reward_applied"] > 0 and "tanh(ln(0.15/1.02)" in cols["reward_rule"]
     assert "mean -0.9894" in cols["reward_rule"] and "over 4 rewards" in cols["reward_rule"]
+
+
+def test_an_untrusted_latency_leaves_the_kernel_feasible_but_earns_no_refining_reward():
+    why = "latency not measured trustworthily: only 2 of 40 rounds were undisturbed by other work on the machine"
+    gates = (OK["hack"], OK["compile"], OK["correctness"], GateResult("latency", True, why, 0.1))
+    untrusted = LatencyResult(1.0, 1.6, 1.6, 1.2, 2.1, 40, trusted=False, untrusted_reason=why)
+    refine, draft = attribute(verdict(*gates, latency=untrusted), 2), attribute(verdict(*gates, latency=untrusted), 1)
+    assert refine.owner == CANDIDATE and refine.latency_untrusted == why and refine.latency_unmeasurable == ""
+    assert draft == refine  # drafting scores feasibility only: the reward below is +1 all the same
+    scored = score(2, verdict(*gates, latency=untrusted), PairedSpeedup(1.1, 1.0, 1.2), RunningStats().add(0.3),
+                   learns_values=True).columns()
+    assert scored["outcome_owner"] == CANDIDATE
+    assert scored["reward"] is None and scored["reward_applied"] is None and scored["reward_norm_count"] is None
+    assert "the machine's outcome" in scored["reward_rule"] and why in scored["reward_rule"]
+    assert score(1, verdict(*gates, latency=untrusted), None, RunningStats(), True).columns()["reward"] == 1.0
+    stored = json.dumps([{"name": g.name, "passed": g.passed, "reason": g.reason, "seconds": g.seconds} for g in gates])
+    assert attribute_gates(gates_from_json(stored), 2) == refine

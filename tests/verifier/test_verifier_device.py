@@ -1,7 +1,7 @@
 """The device protocol, end to end on the CPU: a test-only backend (tests/verifier/recording_backend)
-asks for staged calls, as a GPU backend does, and records the hooks the runner calls. Every timed call
-is primed first (inputs placed, the device's cache flushed, synchronized: untimed), then run and
-synchronized (timed by the monitor), then collected; correctness calls go the same way."""
+asks for staged calls, as a GPU backend does, and records the hooks the runner calls. On a device every
+window holds one call: staged first (inputs placed, the device's cache flushed, synchronized: untimed),
+then run and synchronized (timed by the monitor), then collected; correctness calls go the same way."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ EXAMPLE_TASK = (BACKENDS / "cpu_example_task.txt").read_text()
 EXAMPLE_CANDIDATE = (BACKENDS / "cpu_example_candidate.txt").read_text()
 
 
-def test_every_call_is_primed_run_and_collected_through_the_backend_hooks(tmp_path, monkeypatch):
+def test_every_call_is_staged_run_and_collected_through_the_backend_hooks(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT))  # the monitor resolves the backend name too
     settings = VerifySettings.for_tests(tmp_path / "cache", pool_size=0)
     logs: list[str] = []
@@ -37,13 +37,12 @@ def test_every_call_is_primed_run_and_collected_through_the_backend_hooks(tmp_pa
     log = read_log("".join(logs))
     forwards = [e for e in log if e.startswith("forward ")]
     assert forwards and all(e.split(" | ")[0].split()[1:] + e.split(" | ")[1].split() == ["cpu"] * 3 for e in forwards)
-    calls = 5 + 1 + 1 + 2 * 1  # checks, the repeat of trial 0, the perturbation probe, post-timing trials
-    pairs = settings.warmup_calls + settings.latency_rounds * settings.calls_per_round
-    assert len(forwards) == calls + 2 * pairs  # each pair: one untimed call per side, then the timed one
+    checks = 5 + 1 + 1  # the correctness trials, the repeat of trial 0, the perturbation probe
+    timed = 1 + settings.warmup_rounds + settings.latency_rounds  # the calibration round, warm-up, rounds
+    assert len(forwards) == checks + timed + 2  # one call per window on a device; then two post-timing trials
     inputs = [e.split(" | ")[2] for e in forwards]
-    for k in range(pairs):  # the untimed call runs on inputs seen before; the timed one on others
-        warm, timed = 5 + 1 + 1 + 2 * k, 5 + 1 + 1 + 2 * k + 1
-        assert inputs[warm] in inputs[:warm] and inputs[timed] != inputs[warm], (k, inputs)
-    assert log.count("flush") == len(forwards)  # every call primed: cache flushed before it, untimed
+    for k in range(checks, checks + timed):  # every timed window's inputs are new to the candidate
+        assert inputs[k] not in inputs[:k], (k, inputs)
+    assert log.count("flush") == len(forwards)  # every window staged: cache flushed before its call, untimed
     first = log.index(forwards[0])
-    assert log[first - 2:first] == ["flush", "sync"] and log[first + 1] == "sync"  # primed, then run and synced
+    assert log[first - 2:first] == ["flush", "sync"] and log[first + 1] == "sync"  # staged, then run and synced

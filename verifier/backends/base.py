@@ -238,7 +238,8 @@ class Backend(ABC):
         return "cpu"
 
     def staged_calls(self) -> bool:
-        """Calls go Prime (untimed), Call (timed), Collect (verifier.sandbox.serve): on a device."""
+        """Every timed window holds one call, the device's cache flushed before it in the untimed Stage
+        (verifier.sandbox.serve): on a device. On the CPU a window holds many calls."""
         return self.device() != "cpu"
 
     def synchronize(self) -> None:

@@ -255,6 +255,13 @@ class CudaBackend(Backend):
 
             torch.cuda.synchronize()
 
+    def flush_cache(self) -> None:
+        """The GPU's L2 evicted before every window, untimed (the reference worker does the same)."""
+        if gpu_present()[0]:
+            from verifier.backends.device_sync import flusher
+
+            flusher("cuda")()
+
 
 class CountedExtension:
     """A load_inline extension module whose functions count as native calls (cpu_native.CALLS)."""

@@ -1,9 +1,13 @@
-"""Waiting for a device's queued work, by device type (the reference worker's timed calls on a GPU or
-an NPU; backends synchronize through their own Backend.synchronize)."""
+"""Waiting for a device's queued work, and clearing its cache before a timed window, by device type:
+the reference worker's timed calls on a GPU or an NPU use these, and so do the GPU backends' runners
+(Backend.synchronize, Backend.flush_cache), so that both sides of a paired measurement start every
+window from the same cold cache."""
 
 from __future__ import annotations
 
 from typing import Callable
+
+_BUFFERS: dict[str, object] = {}
 
 
 def synchronizer(device: str) -> Callable[[], None]:
@@ -15,3 +19,28 @@ def synchronizer(device: str) -> Callable[[], None]:
     if kind == "npu":
         return lambda: torch.npu.synchronize()  # registered by torch_npu
     return lambda: None
+
+
+def flusher(device: str) -> Callable[[], None] | None:
+    """A function that evicts the device's L2 (zeroing a buffer twice its size, allocated once per
+    process: what KernelBench and Triton's do_bench do between repetitions); None on the CPU."""
+    import torch
+
+    kind = torch.device(device).type
+    if kind == "cuda":
+        return _flush_cuda
+    if kind == "npu":
+        from verifier.backends.triton_ascend.device import flush_l2
+
+        return flush_l2
+    return None
+
+
+def _flush_cuda() -> None:
+    import torch
+
+    buffer = _BUFFERS.get("cuda")
+    if buffer is None:
+        l2 = int(getattr(torch.cuda.get_device_properties(torch.cuda.current_device()), "L2_cache_size", 0))
+        buffer = _BUFFERS["cuda"] = torch.empty(max(2 * l2, 64 << 20), dtype=torch.uint8, device="cuda")
+    buffer.zero_()

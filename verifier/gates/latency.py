@@ -1,17 +1,23 @@
 """The latency gate: the monitor's paired timing summarised (median per side, speedup =
-exp(median log(ref/cand)) over rounds, 95% percentile-bootstrap CI, roofline position, flags).
+exp(median log(ref/cand)) over rounds, 95% percentile-bootstrap CI, roofline position, trust, flags).
 
-The monitor times every call itself (verifier.monitor.timing): the candidate's runner and the
-reference worker are separate processes, each call is a command the monitor sends with its own
-clock running until the answer is back, interleaved in a random order per round, on inputs both sides
-share per pair, fresh for every pair. No process's own number is ever used.
+The monitor times every window of calls itself (verifier.monitor.timing): the candidate's runner and
+the reference worker are separate processes, each window is a command the monitor sends with its own
+clock running until the answer is back, sides in a random order per round, on inputs all sides share
+per round, fresh for every round. No process's own number is ever used. The speedup is the median over
+rounds of each round's ratio (reference time / candidate time), so it can differ a little from the
+ratio of the two median times.
+
+Trust: a round that other work on the machine disturbed is timed again; when too few rounds were
+undisturbed the figure is reported but not trusted (``trusted`` False, the reason with it): the
+machine's outcome, never a kernel's score.
 
 Plausibility: a candidate faster than this machine's measured peaks allow for the task's bytes and
 FLOPs (verifier.roofline) is flagged for review. The fixed ratio bound (VerifySettings.plausibility_bound,
 default 10x, KernelBench's review threshold) is a secondary hint: it flags only where no roofline
 position exists (no probed peaks or no counted workload), and is otherwise a note (a 4x4 max-pool
 can honestly run 26x faster than torch's NCHW CPU kernel at a believable share of bandwidth).
-Noisy timing (either side's IQR/median above 25%) flags too. Nothing here fails the gate.
+Rounds that spread widely (either side's IQR/median above 25%) flag too. Nothing here fails the gate.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from verifier.result import GateResult, LatencyResult
+from verifier.result import UNTRUSTED_LATENCY, GateResult, LatencyResult
 from verifier.roofline import MachinePeaks, Workload, position
 
 
@@ -36,16 +42,28 @@ def relative_iqr(values: np.ndarray) -> float:
 
 
 @dataclass(frozen=True)
+class WindowFacts:
+    """How the rounds were timed (verifier.monitor.timing.Measurement.facts)."""
+
+    calls_per_window: int = 1
+    rounds_retimed: int = 0
+    trusted: bool = True
+    untrusted_reason: str = ""
+    priority: str = ""
+
+
+@dataclass(frozen=True)
 class PairedTimes:
-    """The monitor's own clock: per round, the median of each side's calls (ms)."""
+    """The monitor's own clock: per round, each side's time per call (its window over its calls, ms)."""
 
     candidate_ms: tuple[float, ...]
     reference_ms: tuple[float, ...]
 
 
 def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0, workload: Workload | None = None,
-              peaks: MachinePeaks | None = None) -> LatencyResult:
-    """Median per side, speedup with a 95% bootstrap CI, roofline position, flags."""
+              peaks: MachinePeaks | None = None, facts: WindowFacts | None = None) -> LatencyResult:
+    """Median per side, speedup with a 95% bootstrap CI, roofline position, trust, flags."""
+    facts = facts or WindowFacts()
     cand = np.asarray(times.candidate_ms, dtype=np.float64)
     ref = np.asarray(times.reference_ms, dtype=np.float64)
     logs = np.log(np.maximum(ref, 1e-9) / np.maximum(cand, 1e-9))
@@ -67,21 +85,28 @@ def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0, w
     noisy = {side: spread for side, spread in (("candidate", relative_iqr(cand)), ("reference", relative_iqr(ref)))
              if spread > NOISY_IQR}
     if noisy:
-        reasons.append("noisy timing (IQR/median " + ", ".join(f"{k} {v:.0%}" for k, v in noisy.items())
-                       + "): a loaded machine; rerun before trusting the speedup")
+        reasons.append("rounds spread widely (IQR/median " + ", ".join(f"{k} {v:.0%}" for k, v in noisy.items())
+                       + ")")
+    if not facts.trusted:
+        reasons.append(f"not measured trustworthily: {facts.untrusted_reason}")
     return LatencyResult(candidate_ms=candidate_ms, reference_ms=float(np.median(ref)),
                          speedup=speedup, ci_low=float(np.exp(low)), ci_high=float(np.exp(high)),
                          rounds=len(cand), flagged=bool(reasons), flag_reason="; ".join(reasons),
-                         roofline=roof, note=note)
+                         roofline=roof, note=note, calls_per_window=facts.calls_per_window,
+                         rounds_retimed=facts.rounds_retimed, trusted=facts.trusted,
+                         untrusted_reason=facts.untrusted_reason, priority=facts.priority)
 
 
 def latency_gate(result: LatencyResult, seconds: float) -> GateResult:
-    detail = (f"candidate {result.candidate_ms:.3f} ms, reference {result.reference_ms:.3f} ms, speedup "
-              f"{result.speedup:.2f}x (95% CI {result.ci_low:.2f}-{result.ci_high:.2f}, {result.rounds} rounds)")
+    detail = (f"candidate {result.candidate_ms:.3f} ms, reference {result.reference_ms:.3f} ms per call (medians); "
+              f"speedup {result.speedup:.2f}x, the median of the rounds' ratios (95% CI {result.ci_low:.2f}-"
+              f"{result.ci_high:.2f}, {result.rounds} rounds of {result.calls_per_window} calls per side"
+              + (f", {result.rounds_retimed} retimed" if result.rounds_retimed else "") + ")")
     if result.roofline is not None:
         detail += f"; {result.roofline.line()}"
     if result.flagged:
         detail += f"; FLAGGED: {result.flag_reason}"
     if result.note:
         detail += f"; note: {result.note}"
-    return GateResult("latency", True, "", seconds, detail=detail)
+    reason = "" if result.trusted else f"{UNTRUSTED_LATENCY}: {result.untrusted_reason}"[:300]
+    return GateResult("latency", True, reason, seconds, detail=detail)

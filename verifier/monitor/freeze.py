@@ -1,15 +1,17 @@
-"""The runner held still while the reference is timed.
+"""Processes held still while another is timed.
 
-Between its calls the runner should be idle, but candidate code can leave a thread behind (the thread
-watch allows the OpenMP pool's count, and one more thread fits in it) that spins only while the
-candidate is not in ``forward``: it steals the cores the reference worker is timed on, and the speedup
-grows (an honest relu measured 1.29x this way). The monitor therefore stops the runner's whole thread
-group with SIGSTOP (which no code can catch, block or outlive: the runner cannot leave its process)
-for each timed reference call and continues it afterwards; it stops the reference worker for each
-timed candidate call the same way, so that both sides are stopped and woken alike (waking a process
-just before its call makes that call faster: stopping only the runner favoured it by 5-10% A/A). The block starts once every thread has
-stopped: each is woken to stop itself, and that work must not fall inside the reference's timed call.
-A runner sleeping in its channel's receive notices nothing: the call resumes where it was.
+Between its calls a process should be idle, but candidate code can leave a thread behind that spins
+only while the candidate is not in ``forward``: it would steal the cores another side is timed on,
+and the speedup would grow (an honest relu measured 1.29x this way). In the latency phase only the
+side being timed runs: the monitor stops every other with SIGSTOP on its whole thread group (which no
+code can catch, block or outlive: a sandbox process cannot leave its process) and continues it for
+its own turn; every side is stopped and woken the same way, so none is favoured. A hold starts once
+every thread has stopped: each is woken to stop itself, and that work must not fall inside another
+side's timed window. A process sleeping in its channel's receive notices nothing: the receive resumes.
+
+SIGSTOP does not stop work inside a system call until the call returns: a process may go on using a
+CPU while "stopped". The monitor reads every stopped process's CPU clock around each turn
+(verifier.monitor.ledger), so any such use is seen and the turn timed again, or the verdict refused.
 """
 
 from __future__ import annotations
@@ -21,26 +23,36 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 
-@contextmanager
-def stopped(pid: int) -> Iterator[None]:
-    """``pid``'s every thread stopped inside the block (nothing happens for a process already gone, or
-    for pid 0, a launch that failed: kill(0) would stop the monitor's own process group)."""
+def hold(pid: int) -> None:
+    """Stop every thread of ``pid`` and return once they have stopped (or after a short limit). Nothing
+    happens for a process already gone, or for pid 0, a launch that failed: kill(0) would stop the
+    monitor's own process group."""
     if pid <= 0:
-        yield
         return
     try:
         os.kill(pid, signal.SIGSTOP)
     except (ProcessLookupError, PermissionError):
-        yield
+        return
+    _wait_until_stopped(pid)
+
+
+def release(pid: int) -> None:
+    if pid <= 0:
         return
     try:
-        _wait_until_stopped(pid)
+        os.kill(pid, signal.SIGCONT)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@contextmanager
+def stopped(pid: int) -> Iterator[None]:
+    """``pid``'s every thread stopped inside the block."""
+    hold(pid)
+    try:
         yield
     finally:
-        try:
-            os.kill(pid, signal.SIGCONT)
-        except ProcessLookupError:
-            pass
+        release(pid)
 
 
 def _wait_until_stopped(pid: int, limit_s: float = 0.01) -> None:

@@ -1,17 +1,20 @@
-"""The monitor's conversation with its two compute peers, the runner and the reference worker: one
-call at a time, the monitor's clock around it, every answer validated before it is believed.
+"""The monitor's conversation with its compute peers, the runner and the reference worker: one window
+of calls at a time, the monitor's clock around it, every answer validated before it is believed.
 
-A call: the inputs are already in the peer's arena (the monitor put them there); the monitor sends
-Call and reads Done, timing the round trip with ``perf_counter_ns``; it then validates the output
-layouts the peer reports against the arena and copies the outputs out at once (:func:`read_outputs`).
-A peer that dies, hangs, floods its channel or answers garbage raises :class:`PeerFailure` with one
-line saying which, never anything else.
+A window (verifier.sandbox.serve): the inputs are already in the peer's arena (the monitor put them
+there); Stage makes them ready (untimed), Run calls forward on each set (the monitor's
+``perf_counter_ns`` brackets exactly this command and its answer), Collect has the outputs copied into
+the arena (untimed), and the monitor validates the output layouts the peer reports against the arena
+and copies the outputs out at once (:func:`read_outputs`). A peer that dies, hangs, floods its channel
+or answers garbage raises :class:`PeerFailure` with one line saying which, never anything else.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from contextlib import nullcontext
+from typing import Callable, ContextManager
 
 import numpy as np
 
@@ -36,12 +39,14 @@ class PeerFailure(Exception):
 
 @dataclass(frozen=True)
 class Answer:
-    outputs: tuple[np.ndarray, ...]
-    dtypes: tuple[str, ...]
-    ns: int  # the monitor's clock around the call
+    """One window's outcome: per call, its outputs (copied out of the arena) and their dtypes."""
+
+    outputs: tuple[tuple[np.ndarray, ...], ...]
+    dtypes: tuple[tuple[str, ...], ...]
+    ns: int  # the monitor's clock around Run: every call of the window
     native_calls: int
-    collect_ns: int = 0  # staged calls: the clock around fetching the outputs (a copy, nothing more)
     note: str = ""
+    marks: tuple = ()  # the ledger's readings before Stage, before Run, after Run, after Collect
 
 
 def receive(process: Sandboxed, deadline: float, expect: tuple[type, ...], during: str, max_bytes: int = MAX_ANSWER):
@@ -71,41 +76,56 @@ def _failed(answer: msg.CallFailed) -> PeerFailure:
     return PeerFailure("raised", f"forward raised {last}"[:300], answer.error)
 
 
-def call(process: Sandboxed, arena: Arena, inputs: list, out_start: int, deadline: float, during: str,
-         staged: bool = False) -> Answer:
-    """One timed call of ``forward`` on inputs already in ``arena``; the outputs, copied out. ``staged``
-    (a device): Prime untimed, Call timed to Ran, Collect timed apart."""
-    if staged:
-        _send(process, msg.Prime(inputs), during)
-        primed = receive(process, deadline, (msg.Primed, msg.CallFailed), during)
-        if isinstance(primed, msg.CallFailed):
-            raise _failed(primed)
-    start = time.perf_counter_ns()
-    _send(process, msg.Call(inputs, out_start, staged), during)
-    answer = receive(process, deadline, (msg.Ran if staged else msg.Done, msg.CallFailed), during)
-    ns = time.perf_counter_ns() - start
-    collect_ns = 0
-    if staged and not isinstance(answer, msg.CallFailed):
+def window(process: Sandboxed, arena: Arena, sets: list[list], out_start: int, deadline: float, during: str,
+           mark: Callable[[], object] | None = None,
+           clock: Callable[[], ContextManager] = nullcontext) -> Answer:
+    """Forward on each of ``sets`` (inputs already in ``arena``) in one timed window; the outputs, copied.
+    ``mark``: a reading taken before Stage, right before and after the timed Run, and after Collect;
+    ``clock``: entered around the timed Run (the monitor's thread first in line for a CPU meanwhile)."""
+    marks = [mark()] if mark else []
+    _expect(process, msg.Stage(sets), deadline, msg.Staged, during)
+    marks += [mark()] if mark else []
+    with clock():
         start = time.perf_counter_ns()
-        _send(process, msg.Collect(out_start), during)
-        answer = receive(process, deadline, (msg.Done, msg.CallFailed), during)
-        collect_ns = time.perf_counter_ns() - start
-    if isinstance(answer, msg.CallFailed):
-        raise _failed(answer)
-    outputs, dtypes = read_outputs(arena, answer.outputs, out_start, during)
-    return Answer(outputs, dtypes, ns, max(0, int(answer.native_calls)), collect_ns, answer.note[:2000])
+        ran = _ask(process, msg.Run(len(sets)), deadline, msg.Ran, during)
+        ns = time.perf_counter_ns() - start
+    marks += [mark()] if mark else []
+    if isinstance(ran, msg.CallFailed):
+        raise _failed(ran)
+    collected = _expect(process, msg.Collect(out_start), deadline, msg.Collected, during)
+    marks += [mark()] if mark else []
+    outputs, dtypes = read_outputs(arena, collected.outputs, out_start, len(sets), during)
+    return Answer(outputs, dtypes, ns, max(0, int(collected.native_calls)), collected.note[:2000], tuple(marks))
 
 
-def read_outputs(arena: Arena, spec: list, out_start: int, during: str) -> tuple[tuple[np.ndarray, ...], tuple[str, ...]]:
-    """The outputs a peer reports, validated (inside the output region, not overlapping) and copied."""
+def _ask(process: Sandboxed, request, deadline: float, answer: type, during: str):
+    _send(process, request, during)
+    return receive(process, deadline, (answer, msg.CallFailed), during)
+
+
+def _expect(process: Sandboxed, request, deadline: float, answer: type, during: str):
+    got = _ask(process, request, deadline, answer, during)
+    if isinstance(got, msg.CallFailed):
+        raise _failed(got)
+    return got
+
+
+def read_outputs(arena: Arena, spec: list, out_start: int, calls: int,
+                 during: str) -> tuple[tuple[tuple[np.ndarray, ...], ...], tuple[tuple[str, ...], ...]]:
+    """The outputs a peer reports for each call of a window, validated (inside the output region, none
+    overlapping another) and copied."""
     try:
-        layouts = layouts_in(spec, arena.size)
-        if len(layouts) != len(spec) or len(layouts) > 64:
-            raise ArenaError("outputs must be a flat list of tensors")
-        ends = sorted((lay.offset, lay.offset + lay.span()) for lay in layouts)
-        if any(lay.offset < out_start for lay in layouts) or any(a[1] > b[0] for a, b in zip(ends, ends[1:])):
+        if not isinstance(spec, list) or len(spec) != calls or not all(isinstance(s, list) for s in spec):
+            raise ArenaError(f"outputs must be one list per call ({calls})")
+        per_call = [layouts_in(s, arena.size) for s in spec]
+        if any(len(lays) != len(s) or len(lays) > 64 for lays, s in zip(per_call, spec)):
+            raise ArenaError("outputs must be a flat list of tensors per call")
+        flat = [lay for lays in per_call for lay in lays]
+        ends = sorted((lay.offset, lay.offset + lay.span()) for lay in flat)
+        if any(lay.offset < out_start for lay in flat) or any(a[1] > b[0] for a, b in zip(ends, ends[1:])):
             raise ArenaError("output layouts overlap or leave the output region")
-        return tuple(arena.read(lay) for lay in layouts), tuple(lay.dtype for lay in layouts)
+        return (tuple(tuple(arena.read(lay) for lay in lays) for lays in per_call),
+                tuple(tuple(lay.dtype for lay in lays) for lays in per_call))
     except (ArenaError, ValueError, TypeError) as exc:
         raise PeerFailure("malformed", f"the sandbox process reported its outputs out of protocol during "
                                        f"{during}: {str(exc)[:150]}") from None

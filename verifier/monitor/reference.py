@@ -94,16 +94,20 @@ class Reference:
         if not self.process.send(msg.Attach(arena.size), fds=(arena.fd,)):
             raise ReferenceFailed(f"reference worker: {self.process.exit_reason()}")
 
-    def draw(self, index: int, timing: bool, deadline: float) -> list:
-        """Put a trial's (or a timed pair's) inputs at the start of the worker's arena; their spec."""
-        if not self.process.send(msg.Draw(index, timing, 0)):
+    def draw(self, items: list[tuple[int, bool, int]], deadline: float) -> list[list]:
+        """Put input sets into the worker's arena, each ``(index, timing, start)`` (a trial of the plan, or
+        timed call ``index``'s fresh inputs, from byte ``start``); their specs."""
+        if not self.process.send(msg.Draw([list(item) for item in items])):
             raise ReferenceFailed(f"reference worker: {self.process.exit_reason()}")
         try:
             drawn = receive(self.process, deadline, (msg.Drawn,), "drawing inputs")
-            layouts_in(drawn.inputs, self.arena.size)
+            if not isinstance(drawn.sets, list) or len(drawn.sets) != len(items):
+                raise ValueError("one spec per drawn set")
+            for spec in drawn.sets:
+                layouts_in(spec, self.arena.size)
         except (PeerFailure, ValueError) as exc:
             raise ReferenceFailed(f"reference worker failed drawing inputs: {exc}") from None
-        return drawn.inputs
+        return drawn.sets
 
 
 def _outputs(trial: msg.RefTrial) -> ReferenceOutputs:

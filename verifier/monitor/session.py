@@ -200,7 +200,7 @@ class Session:
         watch = Watch(self.runner.page, self.runner.process.pid(), s.threads, self.c.backend.must_launch)
         return Peers(self.runner.process, runner_arena, self.reference, reference_arena, out_start, watch,
                      self.c.backend.staged_calls(), call_s=s.timeout_s, budget_s=s.timeout_s,
-                     machine_s=max(STARTUP_S, 4 * s.timeout_s))
+                     machine_s=max(STARTUP_S, 4 * s.timeout_s), arenas=self._arenas)
 
     def _correctness(self) -> GateResult:
         start, s = time.perf_counter(), self.settings
@@ -219,8 +219,9 @@ class Session:
         start, s = time.perf_counter(), self.settings
         tol = Tolerance(self.c.task.atol, self.c.task.rtol, s.trivial_margin)
         POOL.settle(STARTUP_S)  # no spare's start-up shares the cores with a timed call
-        plan = timing.TimingPlan(s.latency_rounds, s.calls_per_round, s.warmup_calls, s.bootstrap_resamples,
-                                 s.plausibility_bound)
+        plan = timing.TimingPlan(s.latency_rounds, s.window_ms, s.max_calls_per_window, s.warmup_rounds,
+                                 s.latency_rounds if s.retime_rounds is None else s.retime_rounds,
+                                 s.bootstrap_resamples, s.plausibility_bound, s.boost_priority)
         try:
             gate, self.latency = timing.latency(self.peers, trial_plan(s.correctness_trials), plan, tol, self.seed,
                                                 self.reference.workload, self.peaks)

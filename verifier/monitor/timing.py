@@ -1,23 +1,31 @@
 """The latency gate, driven and timed by the monitor.
 
-Paired rounds: each round holds ``calls_per_round`` pairs; a pair is one fresh draw of inputs (the
-reference worker draws them from the secret seed, the monitor writes them into both arenas) and one
-call of each side, the candidate's runner and the reference worker, in an order drawn per round from
-the secret seed. The monitor's ``perf_counter_ns`` brackets each call (a Call command out, Done
-back): the round trip of two pipe messages, the same on both sides (``benchmarks/verify_speed``
-measures this floor). Per round, each side's median; the gate summarises the rounds
-(verifier.gates.latency).
+What lies inside a timed window is the kernel's work and as little else as can be: each side (the
+candidate's runner, the reference worker) runs a window of ``calls_per_window`` calls back to back on
+distinct fresh input sets the monitor staged beforehand, and the monitor's clock brackets only the
+command that runs them (verifier.monitor.peers.window). Fixed costs (two pipe messages and a process
+wake-up, ~0.1-0.2 ms) are spread over a window of at least ``window_ms``; copying outputs out and
+checking them happen after the clock stops. The window's size comes from a calibration round: the
+faster side's per-call time sets how many calls fill ``window_ms`` (bounded by memory). Device
+backends time one call per window, their cache flushed before it.
 
-Every timed output is checked against the reference's output for the same inputs: a random sample of
-elements for every pair, every element for the audited pairs (two of them carry the plan's audit
-inputs, a fresh draw and a near-duplicate of it, checked against the reference worker's outputs for
-those trials too) and for two more pairs drawn from the secret seed. The runner cannot tell a checked
-call from any other: it is never told, and every call is observed alike. Afterwards the post-timing
-trials run and are compared like correctness trials.
+Rounds (verifier.monitor.rounds): the same inputs for every side, sides in a seeded order, each timed
+while every other side is stopped, at raised scheduling priority. A round whose windows other work on
+the machine preempted, or during which a stopped side used CPU, is played again on fresh inputs (at
+most ``retimes`` times in all); a candidate whose process uses CPU while stopped in two rounds is
+refused. Too few undisturbed rounds: the figure is reported but not trusted (the machine's outcome).
+
+Every output of every window, warm-up included, is checked against the reference's output for the
+same inputs: a random sample of elements for most calls, every element for the audited calls (two
+carry the plan's audit inputs, a fresh draw and a near-duplicate of it, checked against the reference
+worker's outputs for those trials too) and two more drawn from the secret seed. The runner cannot
+tell a checked call from any other. Afterwards: the CPU the candidate's process used outside its
+windows against the reference's, the threads it left, and the post-timing trials.
 """
 
 from __future__ import annotations
 
+import math
 import random
 import statistics
 import time
@@ -26,126 +34,203 @@ from dataclasses import dataclass
 import numpy as np
 
 from verifier.gates.correctness import Tolerance, check_trials
-from verifier.gates.latency import PairedTimes, latency_gate, summarise
+from verifier.gates.latency import PairedTimes, WindowFacts, latency_gate, summarise
 from verifier.monitor.correctness_phase import IntegrityProblem, Peers, run_trial
+from verifier.monitor.output_checks import SAMPLE, CheckPlan, check_round, mismatch
+from verifier.monitor import window_size
+from verifier.monitor.peers import PeerFailure
+from verifier.monitor.priority import Boost
+from verifier.monitor.reference import Reference
+from verifier.monitor.rounds import Rounds, Side, Turn, disturbance
+from verifier.sandbox import messages as msg
 from verifier.result import GateResult, LatencyResult
 from verifier.roofline import MachinePeaks, Workload
 from verifier.seeds import derive_seed
 
-SAMPLE = 4096  # elements compared per timed output (every element on the audited pairs)
+STEAL_LIMIT = 2  # rounds in which the candidate's process used CPU while stopped, before it is refused
+OUTSIDE_FLOOR_NS = 2_000_000  # extra CPU per window outside the timed window that is never suspicious ...
+OUTSIDE_SHARE = 0.25  # ... nor is this share of the candidate's CPU inside it
 LATE_WORK_NS = 1_000_000
-EXTRA_FULL_CHECKS = 2
+MIN_TRUSTED_ROUNDS = 5
+
+__all__ = ["SAMPLE", "TimingPlan", "latency", "measure", "mismatch"]
 
 
 @dataclass(frozen=True)
 class TimingPlan:
     rounds: int
-    calls_per_round: int
-    warmup_calls: int
+    window_ms: float
+    max_calls: int
+    warmup_rounds: int
+    retimes: int
     resamples: int
     bound: float
+    boost: bool = True
 
 
-def mismatch(cand: tuple, ref: tuple, tol: Tolerance, rng: np.random.Generator | None) -> str:
-    """"" when the candidate's outputs match the reference's (on a sample of elements when ``rng``)."""
-    if len(cand) != len(ref):
-        return f"returned {len(cand)} outputs, expected {len(ref)}"
-    for k, (c, r) in enumerate(zip(cand, ref)):
-        if c.shape != r.shape:
-            return f"output {k} has shape {tuple(c.shape)}, expected {tuple(r.shape)}"
-        flat_c, flat_r = c.reshape(-1), r.reshape(-1)
-        if rng is not None and flat_r.size > SAMPLE:
-            idx = rng.integers(0, flat_r.size, SAMPLE)
-            flat_c, flat_r = flat_c[idx], flat_r[idx]
-        c64, r64 = flat_c.astype(np.float64), flat_r.astype(np.float64)
-        finite = np.isfinite(r64)
-        scale = max(1.0, float(np.abs(np.where(finite, r64, 0.0)).max(initial=0.0)))
-        bad = finite & ~(np.abs(c64 - r64) <= tol.atol * scale + tol.rtol * np.abs(r64))
-        if bad.any():
-            i = int(np.argmax(bad))
-            return f"output {k}: expected {r64[i]:.6g}, got {c64[i]:.6g}"
-    return ""
+@dataclass(frozen=True)
+class Measurement:
+    """Every side's per-call time in each undisturbed round, and how the rounds went."""
+
+    times: tuple[tuple[float, ...], ...]  # per side, ms per call, one per counted round
+    calls: int
+    retimed: int
+    reasons: tuple[str, ...]  # what disturbed the retimed rounds
+    priority: str
+    trusted: bool
+    untrusted_reason: str
+
+    def facts(self) -> WindowFacts:
+        return WindowFacts(self.calls, self.retimed, self.trusted, self.untrusted_reason, self.priority)
 
 
-def _pair(peers: Peers, index: int, trial, cand_first: bool) -> tuple:
-    """One timed pair on fresh inputs. Both sides first run once untimed, in the order they are then
-    timed, so that each timed call follows the other side's call: the reference worker drew the inputs
-    just before, and a process that ran last is measurably faster (an A/A bias of 10-30% on sub-ms
-    tasks without this, about 5% with it: benchmarks.timing_floor). The untimed calls run on inputs
-    both sides ran before (the previous pair's, or the last trial's), never on the timed ones: a kernel
-    that remembers its last inputs' result would otherwise time a copy. Each side is timed while the
-    other is stopped (verifier.monitor.freeze): no thread the candidate left behind runs while the
-    reference is timed, and both sides are woken the same way before their calls."""
-    seen = peers.seen
-    spec, _ = peers.stage(trial.index if trial else index, trial is None)
-    fresh = peers.seen
-    sides = ("candidate", "reference") if cand_first else ("reference", "candidate")
-
-    def run(inputs: list, timed: bool) -> dict:  # a timed call runs with the other side stopped
-        return {side: peers.candidate(inputs, "timing", other_stopped=timed) if side == "candidate" else
-                peers.reference_call(inputs, other_stopped=timed) for side in sides}
-
-    if seen is not None:
-        run(peers.place(seen, cand_first), False)
-        peers.place(fresh, cand_first)
-    results = run(spec, True)
-    return results["candidate"], results["reference"]
+def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan, tol: Tolerance, seed: int,
+            device: bool, machine_s: float, owned: list) -> Measurement:
+    """Time every side against ``sides[0]`` (whose outputs every other side's are checked against);
+    ``drawer``: the reference worker that draws the inputs (``sides[0]``'s process)."""
+    with Boost() if timing.boost else _NoBoost() as boost:
+        first = Rounds(sides, drawer, window_size.single(drawer), boost, machine_s)
+        first.hold_all()
+        try:
+            counter = _Counter()
+            calibration = first.play([(counter.next(), True)], list(range(len(sides))))
+            check_round(calibration, sides, tol, None, -1, np.random.default_rng(derive_seed(seed, "warm")))
+            calls = 1 if device else window_size.calls_per_window(calibration, timing.window_ms, timing.max_calls,
+                                                                  drawer)
+            layout = window_size.resize(sides, calls, drawer, owned)
+            rounds = Rounds(sides, drawer, layout, boost, machine_s)
+            counted, disturbed, reasons = _play(rounds, sides, drawer, plan, timing, tol, seed, counter)
+        finally:
+            first.release_all()
+        priority = "raised" if boost.granted else boost.reason
+    _outside_work(counted or disturbed, sides)
+    return _measurement(counted, disturbed, sides, calls, reasons, priority, timing)
 
 
-def late_work(cand_collect_ns: list[int], ref_collect_ns: list[int]) -> str:
-    """Staged calls (a device): the median time to fetch the candidate's outputs against the reference's.
-    Work left running after forward said it was done makes every fetch of the candidate's slow."""
-    if not cand_collect_ns:
-        return ""
-    cand, ref = statistics.median(cand_collect_ns), statistics.median(ref_collect_ns)
-    if cand > 3 * ref + LATE_WORK_NS:
-        return (f"fetching the outputs took {cand / 1e6:.2f} ms (median), the reference's {ref / 1e6:.2f} ms: "
-                "work continued after forward returned")
-    return ""
-
-
-def measure(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: int) -> PairedTimes:
-    pairs = timing.rounds * timing.calls_per_round
-    audits = [t for t in plan if t.kind == "audit"]
-    picks = random.Random(derive_seed(seed, "audit")).sample(range(pairs), min(pairs, len(audits) + EXTRA_FULL_CHECKS))
-    audited = dict(zip(picks, audits))
-    full = set(picks)
+def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan, tol: Tolerance,
+          seed: int, counter: "_Counter") -> tuple[list[list[Turn]], list[list[Turn]], list[str]]:
+    checks = CheckPlan.draw(plan, timing.rounds, rounds.layout.calls, seed, drawer)
     order = random.Random(derive_seed(seed, "order"))
-    sample_rng = np.random.default_rng(derive_seed(seed, "sample"))
-    for w in range(timing.warmup_calls):
-        _pair(peers, w, None, True)
-    cand_ms, ref_ms, collects = [], [], ([], [])
-    for r in range(timing.rounds):
-        cand_first = order.random() < 0.5
-        c_round, r_round = [], []
-        for c in range(timing.calls_per_round):
-            p = r * timing.calls_per_round + c
-            trial = audited.get(p)
-            cand, ref = _pair(peers, timing.warmup_calls + p, trial, cand_first)
-            problem = mismatch(cand.outputs, ref.outputs, tol, None if p in full else sample_rng)
-            if not problem and trial is not None:
-                problem = mismatch(cand.outputs, peers.reference.outputs(trial.index).arrays, tol, None)
-            if problem:
-                raise IntegrityProblem("the output of a timed call is wrong (the kernel skips, replays or caches "
-                                       f"work while timed): {problem}")
-            c_round.append(cand.ns / 1e6)
-            r_round.append(ref.ns / 1e6)
-            if peers.staged:
-                collects[0].append(cand.collect_ns)
-                collects[1].append(ref.collect_ns)
-        cand_ms.append(statistics.median(c_round))
-        ref_ms.append(statistics.median(r_round))
-    problem = late_work(*collects)
-    if problem:
-        raise IntegrityProblem(problem)
-    return PairedTimes(tuple(cand_ms), tuple(ref_ms))
+    sample = np.random.default_rng(derive_seed(seed, "sample"))
+    for _ in range(timing.warmup_rounds):
+        turns = rounds.play(_items(counter, rounds.layout.calls), _order(order, len(sides)))
+        check_round(turns, sides, tol, None, -1, sample)
+    counted: list[list[Turn]] = []
+    disturbed: list[list[Turn]] = []
+    reasons: list[str] = []
+    steals = 0
+    while len(counted) < timing.rounds and len(counted) + len(disturbed) < timing.rounds + timing.retimes:
+        r = len(counted)
+        turns = rounds.play(checks.items(r, counter.take(rounds.layout.calls)), _order(order, len(sides)))
+        check_round(turns, sides, tol, checks, r, sample)
+        why, kind = disturbance(turns, sides)
+        if kind == "steal":
+            steals += 1
+            if steals >= STEAL_LIMIT:
+                raise IntegrityProblem(f"the candidate's process used CPU while it was stopped, in {steals} rounds "
+                                       f"({why}): work in system calls or threads outside its own timed calls")
+        if why:
+            reasons.append(why)
+            disturbed.append(turns)
+        else:
+            counted.append(turns)
+    return counted, disturbed, reasons
+
+
+def _outside_work(counted: list[list[Turn]], sides: list[Side]) -> None:
+    """The candidate's CPU outside its timed windows (staging, collecting) against the reference's, and
+    the time its Collect took: work moved out of the window (done before it, or left running after)."""
+    if not counted:
+        return
+    by_side = {t.side: [] for t in counted[0]}
+    for turns in counted:
+        for t in turns:
+            by_side[t.side].append(t)
+    ref = by_side[0]
+    ref_outside = statistics.median(t.account.outside_cpu_ns for t in ref)
+    ref_collect = statistics.median(t.account.collect_ns for t in ref)
+    for i, turns in by_side.items():
+        if sides[i].trusted:
+            continue
+        outside = statistics.median(t.account.outside_cpu_ns for t in turns)
+        inside = statistics.median(t.account.window_cpu_ns for t in turns)
+        if outside - ref_outside > max(OUTSIDE_FLOOR_NS, OUTSIDE_SHARE * inside):
+            raise IntegrityProblem(
+                f"the candidate's process used {outside / 1e6:.2f} ms of CPU per window outside its timed calls "
+                f"(staging inputs, collecting outputs), the reference's {ref_outside / 1e6:.2f} ms, against "
+                f"{inside / 1e6:.2f} ms inside: work done outside the timed window")
+        collect = statistics.median(t.account.collect_ns for t in turns)
+        if collect > 3 * ref_collect + LATE_WORK_NS:
+            raise IntegrityProblem(f"collecting the outputs took {collect / 1e6:.2f} ms (median), the reference's "
+                                   f"{ref_collect / 1e6:.2f} ms: work continued after forward returned")
+
+
+def _measurement(counted: list[list[Turn]], disturbed: list[list[Turn]], sides: list[Side], calls: int,
+                 reasons: list[str], priority: str, timing: TimingPlan) -> Measurement:
+    """The counted rounds' times; where too few were undisturbed, every round's, not trusted."""
+    trusted, why, used = True, "", counted
+    if len(counted) < min(timing.rounds, max(MIN_TRUSTED_ROUNDS, math.ceil(timing.rounds / 2))):
+        trusted, used = False, counted + disturbed
+        common = statistics.mode(r.split(" (")[0] for r in reasons) if reasons else "no round"
+        why = (f"only {len(counted)} of {len(counted) + len(disturbed)} rounds were undisturbed by other work on "
+               f"the machine (e.g. {common})")
+    times = tuple(tuple(next(t for t in turns if t.side == i).ms_per_call for turns in used)
+                  for i in range(len(sides)))
+    return Measurement(times, calls, len(disturbed), tuple(reasons), priority, trusted, why)
+
+
+def _items(counter: "_Counter", calls: int) -> list[tuple[int, bool]]:
+    return [(index, True) for index in counter.take(calls)]
+
+
+def _order(rng: random.Random, n: int) -> list[int]:
+    order = list(range(n))
+    rng.shuffle(order)
+    return order
+
+
+class _Counter:
+    """Indices of fresh timed input sets: never the same twice in one verification."""
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def next(self) -> int:
+        self.n += 1
+        return self.n - 1
+
+    def take(self, k: int) -> list[int]:
+        return [self.next() for _ in range(k)]
+
+
+class _NoBoost(Boost):
+    def __enter__(self) -> "Boost":
+        self.reason = "timed at normal priority (priority boost switched off)"
+        return self
+
+
+# ---- the verification's latency phase -----------------------------------------------------------------------
+def pair_sides(peers: Peers) -> list[Side]:
+    """The reference worker (the record every output is checked against) and the candidate's runner."""
+    reference, runner = peers.reference, peers.runner
+
+    def attach_runner(arena) -> None:
+        if not runner.send(msg.Attach(arena.size), fds=(arena.fd,)):
+            raise PeerFailure("died", f"{runner.exit_reason()} during timing", runner.log_tail())
+
+    return [Side("reference", reference.process, reference.arena, True, peers.machine_s, reference.attach),
+            Side("candidate", runner, peers.runner_arena, False, peers.call_s, attach_runner,
+                 lambda answer, began: peers.after_window(answer, began, "timing"))]
 
 
 def latency(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: int,
             workload: Workload | None, peaks: MachinePeaks | None) -> tuple[GateResult, LatencyResult]:
     start = time.perf_counter()
     peers.spent_ns = 0
-    times = measure(peers, plan, timing, tol, seed)
+    sides = pair_sides(peers)
+    measured = measure(sides, peers.reference, plan, timing, tol, seed, peers.staged, peers.machine_s, peers.arenas)
+    peers.reference_arena, peers.runner_arena = sides[0].arena, sides[1].arena
+    peers.out_start = window_size.single(peers.reference).out_start  # one set from offset 0, as correctness
     problem = peers.watch.thread_problem("timing")
     if problem:
         raise IntegrityProblem(problem)
@@ -153,5 +238,6 @@ def latency(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: 
     checks = check_trials(post, peers.reference.outputs, tol)
     if checks.mismatch:
         raise IntegrityProblem(f"outputs after the timed loop are wrong (call-count drift or replay): {checks.mismatch}")
-    result = summarise(times, timing.resamples, timing.bound, workload=workload, peaks=peaks)
+    times = PairedTimes(measured.times[1], measured.times[0])
+    result = summarise(times, timing.resamples, timing.bound, workload=workload, peaks=peaks, facts=measured.facts())
     return latency_gate(result, time.perf_counter() - start), result

@@ -1,10 +1,11 @@
 """Runtime integrity, read by the monitor from outside the runner after every call.
 
-- the observer page (verifier.sandbox.observer): forbidden ATen operators counted during the call are
-  torch compute in ``forward``; no operator counted at all, although the runner's own copy of the
-  outputs into the arena is one, means the observer was switched off; a page without its magic was
-  overwritten;
-- the native call count the runner reports (a kernel that never calls its library is a decoy);
+- the observer page (verifier.sandbox.observer): forbidden ATen operators counted during a window of
+  calls are torch compute in ``forward``; no operator counted at all, although the runner's own copy
+  of the outputs into the arena is one, means the observer was switched off; a page without its magic
+  was overwritten;
+- the native call count the runner reports (a kernel that never calls its library is a decoy: a
+  window of N calls makes at least N);
 - the call's inputs in the runner's arena are unchanged (inputs are not mutated);
 - the runner's OS threads, read from ``/proc/<pid>/status`` (no thread beyond the OpenMP pool
   outlives a call: work on a detached thread would finish after the monitor's clock stopped).
@@ -35,7 +36,8 @@ class Watch:
         self.last = page.read()
         self.base_threads = os_threads(pid)
 
-    def after_call(self, native_calls: int) -> str:
+    def after_call(self, native_calls: int, calls: int = 1) -> str:
+        """After a window of ``calls`` calls (the observer and the native count cover all of them)."""
         now: Observation = self.page.read()
         before, self.last = self.last, now
         if not now.valid:
@@ -45,7 +47,7 @@ class Watch:
             return f"torch compute observed in forward: {names}"
         if not now.armed or now.total <= before.total:
             return "the runtime observer saw no operator during a call (it was switched off)"
-        if self.requires_native and native_calls <= 0:
+        if self.requires_native and native_calls < calls:
             return "forward made no native call (the native kernel never ran)"
         return ""
 

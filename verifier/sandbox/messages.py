@@ -9,11 +9,11 @@ A message carries data, never a finding, a verdict or a path the monitor would a
 Monitor <-> runner: Boot (monitor, first), Ready; Start (+ the arena's descriptor); BuildRequest,
 BuildReply (a loader call at import: the actual sources and flags); Imported or LoadFailed; Init
 (``get_init_inputs()`` values), Constructed or LoadFailed; Attach (+ the arena's descriptor); then
-Call, answered by Done or CallFailed, as often as the monitor likes (on a device: Prime/Primed,
-Call/Ran, Collect/Done); Stop.
+windows of calls, as often as the monitor likes: Stage/Staged (untimed), Run/Ran (timed), Collect/
+Collected (untimed), any of them answerable by CallFailed; Stop.
 Monitor <-> reference worker: RefStart; RefInit; RefTrial per trial of the plan; RefWorkload;
-RefDone; then Attach (+ descriptor), Draw/Drawn (a trial's or a timed pair's inputs, into the arena)
-and Call/Done (the reference's own timed calls).
+RefDone; then Attach (+ descriptor), Draw/Drawn (a trial's or a timed call's inputs, into the arena)
+and the same windows of calls as the runner's (the reference's own timed calls).
 """
 
 from __future__ import annotations
@@ -97,37 +97,27 @@ class Constructed:
 
 
 @dataclass(frozen=True)
-class Call:
-    """Run forward on the arena's inputs. ``staged``: on the inputs Prime placed on the device, answering
-    Ran as soon as the device is synchronized (the outputs follow on Collect); otherwise the outputs are
-    copied into the arena from ``out_start`` before Done."""
+class Stage:
+    """Untimed: make the call inputs of one window ready, one set per call (``sets``: arena specs,
+    verifier.sandbox.values.layout_spec). On the CPU the inputs stay where they are (tensors view the
+    arena); on a device they are copied to it and the device's cache is flushed, all synchronized."""
 
-    KIND: ClassVar[str] = "call"
-    inputs: list  # arena spec (verifier.sandbox.values.layout_spec)
-    out_start: int  # where outputs go in the arena
-    staged: bool = False
+    KIND: ClassVar[str] = "stage"
+    sets: list
 
 
 @dataclass(frozen=True)
-class Done:
-    KIND: ClassVar[str] = "done"
-    outputs: list  # arena spec
-    native_calls: int = 0
-    note: str = ""  # the backend's runtime note (verifier.backends.base.Backend.runtime_note)
+class Staged:
+    KIND: ClassVar[str] = "staged"
 
 
 @dataclass(frozen=True)
-class Prime:
-    """A device backend's untimed preparation of a call: inputs copied from the arena to the device, the
-    device's cache flushed, everything synchronized."""
+class Run:
+    """Timed by the monitor: forward on every staged set, one after the other, synchronized at the end;
+    the outputs are kept (nothing is copied) until Collect."""
 
-    KIND: ClassVar[str] = "prime"
-    inputs: list
-
-
-@dataclass(frozen=True)
-class Primed:
-    KIND: ClassVar[str] = "primed"
+    KIND: ClassVar[str] = "run"
+    count: int
 
 
 @dataclass(frozen=True)
@@ -137,8 +127,18 @@ class Ran:
 
 @dataclass(frozen=True)
 class Collect:
+    """Untimed: the last Run's outputs copied into the arena from ``out_start``, call after call."""
+
     KIND: ClassVar[str] = "collect"
     out_start: int
+
+
+@dataclass(frozen=True)
+class Collected:
+    KIND: ClassVar[str] = "collected"
+    outputs: list  # per call of the window, its outputs' arena spec
+    native_calls: int = 0  # native calls made during the window's forwards
+    note: str = ""  # the backend's runtime note (verifier.backends.base.Backend.runtime_note)
 
 
 @dataclass(frozen=True)
@@ -213,23 +213,21 @@ class Attach:
 
 @dataclass(frozen=True)
 class Draw:
-    """Put inputs into the arena from ``start``: trial ``index`` of the plan (``timing`` False) or the
-    fresh inputs of timed call pair ``index``."""
+    """Put input sets into the arena: per item ``[index, timing, start]``, trial ``index`` of the plan
+    (``timing`` False) or the fresh inputs of timed call ``index``, placed from byte ``start``."""
 
     KIND: ClassVar[str] = "draw"
-    index: int
-    timing: bool
-    start: int
+    items: list
 
 
 @dataclass(frozen=True)
 class Drawn:
     KIND: ClassVar[str] = "drawn"
-    inputs: list  # arena spec
+    sets: list  # per item, its arena spec
 
 
 MESSAGES = {cls.KIND: cls for cls in (Boot, Ready, Start, BuildRequest, BuildReply, Imported, LoadFailed, Init,
-                                      Constructed, Call, Done, CallFailed, Stop, Prime, Primed, Ran, Collect,
+                                      Constructed, Stage, Staged, Run, Ran, Collect, Collected, CallFailed, Stop,
                                       RefStart, RefInit, RefTrial, RefWorkload, RefDone, Attach, Draw, Drawn)}
 _TYPES = {"str": str, "int": int, "float": (int, float), "bool": bool, "dict": dict, "list": list, "tuple": (list, tuple)}
 

@@ -11,9 +11,10 @@ seccomp filter), then RefStart brings the task and the verification's secret see
 3. the task's workload for the roofline (RefWorkload); RefDone.
 
 Then, with the arena the monitor attaches (verifier.sandbox.serve, the runner's own call loop): Draw
-writes a trial's inputs, or a timed pair's fresh inputs, into the arena (the monitor copies them into
-the runner's arena itself), and Call runs the reference on the arena's inputs (the reference side of
-the paired timing, timed by the monitor).
+writes a trial's inputs, or a timed call's fresh inputs, into the arena at the offset the monitor
+names (the monitor copies them into the runner's arena itself), and windows of calls (Stage, Run,
+Collect) run the reference on the arena's inputs (the reference side of the paired timing, timed by
+the monitor).
 The inputs are made from the seed again for each Draw, so no copy of them stays anywhere.
 
 References are computed on the CPU, in the task's dtype and in float64.
@@ -117,35 +118,39 @@ class Worker:
         from verifier.sandbox.serve import CallServer
 
         device = self.cfg.device
-        model, sync = self.model, (lambda: None)
+        model, sync, flush = self.model, (lambda: None), None
         if device != "cpu":  # the paired timing runs on the candidate's device; the trials stayed on the CPU
             import copy
 
-            from verifier.backends.device_sync import synchronizer
+            from verifier.backends.device_sync import flusher, synchronizer
 
-            model, sync = copy.deepcopy(self.model).to(device), synchronizer(device)
-        self.server = CallServer(self.channel, model, device, sync)
+            model, sync, flush = copy.deepcopy(self.model).to(device), synchronizer(device), flusher(device)
+        self.server = CallServer(self.channel, model, device, sync, flush=flush)
         self.server.serve(self.handle)
 
     def handle(self, request, _fds: list[int]) -> None:
-        """Draw: a trial's (or a timed pair's) inputs, made from the seed, written into the arena."""
+        """Draw: input sets (a trial's, or a timed call's fresh ones), made from the seed, written into the
+        arena where the monitor asked."""
         import torch
 
         from verifier.sandbox import values as wire
         from verifier.sandbox.torch_values import _view as view
 
-        if not isinstance(request, msg.Draw):
+        if not isinstance(request, msg.Draw) or not isinstance(request.items, list) or len(request.items) > 4096:
             raise ValueError(f"unexpected {request.KIND} command")
-        spec, placed, _ = wire.layout_spec(_shaped(self.draw(request)), request.start)
         base = torch.frombuffer(self.server.arena.map, dtype=torch.uint8)
-        for layout, value in placed:
-            view(base, layout).copy_(value.payload)
-        self.send(msg.Drawn(spec))
+        specs = []
+        for index, timing, start in request.items:
+            spec, placed, _ = wire.layout_spec(_shaped(self.draw(int(index), bool(timing))), int(start))
+            for layout, value in placed:
+                view(base, layout).copy_(value.payload)
+            specs.append(spec)
+        self.send(msg.Drawn(specs))
 
-    def draw(self, request: msg.Draw) -> list:
-        if not request.timing:
-            return self.inp.inputs_for(self.problem, self.cfg.input_seed, self.plan[request.index])
-        trial = self.inp.Trial(request.index, "check", "normal")
+    def draw(self, index: int, timing: bool) -> list:
+        if not timing:
+            return self.inp.inputs_for(self.problem, self.cfg.input_seed, self.plan[index])
+        trial = self.inp.Trial(index, "check", "normal")
         return self.inp.make_inputs(self.problem, derive_seed(self.cfg.input_seed, "timing"), trial)
 
 

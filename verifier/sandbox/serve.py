@@ -2,9 +2,20 @@
 command, the peer runs the model on the arena's inputs and answers. The same code on both sides, so
 the monitor's clock sees the same protocol cost on each.
 
-On the CPU a call is one command: Call -> forward -> outputs copied into the arena -> Done. On a
-device three: Prime (untimed: inputs to the device, the device's cache flushed, synchronized) ->
-Primed; Call (timed: forward, synchronize) -> Ran; Collect (outputs back into the arena) -> Done.
+Every call, checked or timed, goes through one window of three commands:
+
+- Stage (untimed): the window's input sets made ready. On the CPU they stay where the monitor wrote
+  them (tensors viewing the arena: building those views is not the kernel's work); on a device they
+  are copied to it and its cache is flushed; everything synchronized.
+- Run (the only command the monitor's clock brackets): forward on every staged set, back to back as a
+  user's loop calls it, synchronized at the end. The outputs are kept as forward returned them:
+  nothing is copied and nothing is checked inside the window.
+- Collect (untimed): each output checked to be a fresh tensor (not an input's or an earlier output's
+  storage) and copied into the arena, call after call, for the monitor to compare.
+
+A window's outputs stay alive until Collect, so each of its calls allocates its outputs afresh, as a
+user's loop that keeps its results does; the allocator's settings (verifier.sandbox.spawn) keep freed
+memory mapped, so a later window reuses it instead of faulting fresh pages in.
 """
 
 from __future__ import annotations
@@ -19,6 +30,8 @@ from verifier.sandbox.torch_values import arena_values, write_outputs
 
 FOREVER = 7 * 24 * 3600.0
 MAX_COMMAND = 16 << 20
+MAX_SETS = 4096  # input sets one window may stage
+KEEP = 8  # earlier outputs a new output must not reuse the storage of (besides the window's own)
 
 
 def _error(exc: BaseException) -> str:
@@ -33,10 +46,11 @@ class CallServer:
                  flush: Callable[[], None] | None = None) -> None:
         self.channel, self.model, self.device, self.synchronize = channel, model, device, synchronize
         self.arena, self.calls, self.note, self.flush = arena, calls, note, flush
-        self.staged: list | None = None
-        self.outputs: list | None = None
-        self.pending_calls = 0  # native calls of a staged call, reported with its outputs
-        self.kept: list = []  # the last outputs, kept alive so that no fresh output can land on their storage
+        self.staged: list[list] = []
+        self.outputs: list[list] = []  # per call of the last Run, its outputs
+        self.inputs_run: list[list] = []  # the inputs of those calls (outputs must not alias them)
+        self.window_calls = 0  # native calls made during the last Run
+        self.kept: list = []  # earlier windows' last outputs, kept alive so no fresh output lands on them
 
     def serve(self, other: Callable[[Any, list[int]], None] | None = None) -> None:
         """Answer commands until Stop; ``other`` handles the caller's own kinds (the reference's Draw)."""
@@ -46,7 +60,7 @@ class CallServer:
                 return
             if isinstance(request, msg.Attach):
                 self.arena = Arena.attach(fds[0])
-            elif isinstance(request, (msg.Prime, msg.Call, msg.Collect)):
+            elif isinstance(request, (msg.Stage, msg.Run, msg.Collect)):
                 msg.send(self.channel, self.answer(request))
             elif other is not None:
                 other(request, fds)
@@ -54,51 +68,89 @@ class CallServer:
                 raise ValueError(f"unexpected {request.KIND} command")
 
     def answer(self, request) -> Any:
-        import torch
-
-        before = self.calls()
         try:
-            if isinstance(request, msg.Prime):
-                self.staged = [x.to(self.device) if isinstance(x, torch.Tensor) else x
-                               for x in arena_values(request.inputs, self.arena)]
-                if self.flush is not None:
-                    self.flush()
-                self.synchronize()
-                return msg.Primed()
-            if isinstance(request, msg.Collect):
-                spec, self.outputs = write_outputs(self.outputs or [], self.arena, request.out_start), None
-                return msg.Done(spec, self.pending_calls, self.note())
-            inputs = self.staged if request.staged else arena_values(request.inputs, self.arena)
-            with torch.no_grad():
-                result = self.model(*inputs)
-            self.synchronize()
-            outputs = list(result) if isinstance(result, (tuple, list)) else [result]
-            reused = self.reuse(outputs, inputs)
-            if reused:
-                return msg.CallFailed(reused, integrity=True)
-            if request.staged:
-                self.outputs, self.pending_calls = outputs, self.calls() - before
-                return msg.Ran()
-            return msg.Done(write_outputs(outputs, self.arena, request.out_start), self.calls() - before, self.note())
+            if isinstance(request, msg.Stage):
+                return self.stage(request.sets)
+            if isinstance(request, msg.Run):
+                return self.run(request.count)
+            return self.collect(request.out_start)
         except BaseException as exc:  # the model raised: its frames go to the monitor as data
+            self.staged, self.outputs, self.inputs_run = [], [], []
             return msg.CallFailed(_error(exc))
 
-    def reuse(self, outputs: list, inputs: list) -> str:
-        """Outputs must be fresh tensors: not an input's storage, not an earlier output's (a static output
-        buffer skips the allocation and first touch the reference pays on every call)."""
+    def stage(self, sets: list) -> msg.Staged:
         import torch
 
-        fresh = [o for o in outputs if isinstance(o, torch.Tensor)]
-        for i, out in enumerate(fresh):
-            if any(isinstance(x, torch.Tensor) and _overlap(out, x) for x in inputs):
-                return f"output {i} aliases an input (outputs must be fresh tensors)"
-            if any(_overlap(out, old) for old in self.kept):
-                return f"output {i} reuses the storage of an earlier output (outputs must be fresh tensors on every call)"
-        self.kept = (self.kept + fresh)[-KEEP:]
+        if not isinstance(sets, list) or not 1 <= len(sets) <= MAX_SETS:
+            raise ValueError(f"a window stages 1 to {MAX_SETS} input sets")
+        staged = [arena_values(spec, self.arena) for spec in sets]
+        if self.device != "cpu":
+            staged = [[x.to(self.device) if isinstance(x, torch.Tensor) else x for x in one] for one in staged]
+        if self.flush is not None:
+            self.flush()
+        self.synchronize()
+        self.staged, self.outputs, self.inputs_run = staged, [], []
+        return msg.Staged()
+
+    def run(self, count: int) -> msg.Ran:
+        """The timed part: nothing but the model's calls (and one synchronize)."""
+        import torch
+
+        staged, model = self.staged, self.model
+        if count != len(staged):
+            raise ValueError(f"run {count} calls on {len(staged)} staged input sets")
+        self.staged, before = [], self.calls()
+        with torch.no_grad():
+            results = [model(*inputs) for inputs in staged]
+        self.synchronize()
+        self.window_calls = self.calls() - before
+        self.outputs = [list(r) if isinstance(r, (tuple, list)) else [r] for r in results]
+        self.inputs_run = staged
+        return msg.Ran()
+
+    def collect(self, out_start: int) -> Any:
+        outputs, inputs = self.outputs, self.inputs_run
+        self.outputs, self.inputs_run = [], []
+        if not outputs:
+            raise ValueError("collect before a run")
+        problem = self.reuse(outputs, inputs)
+        if problem:
+            return msg.CallFailed(problem, integrity=True)
+        specs, offset = [], out_start
+        for call_outputs in outputs:
+            spec = write_outputs(call_outputs, self.arena, offset)
+            specs.append(spec)
+            offset = _end(spec, offset)
+        return msg.Collected(specs, self.window_calls, self.note())
+
+    def reuse(self, outputs: list[list], inputs: list[list]) -> str:
+        """Outputs must be fresh tensors: not an input's storage, not another output's of this window,
+        not an earlier window's (a static output buffer skips the allocation and first touch the
+        reference pays on every call)."""
+        import torch
+
+        seen = list(self.kept)
+        for call, (outs, ins) in enumerate(zip(outputs, inputs)):
+            fresh = [o for o in outs if isinstance(o, torch.Tensor)]
+            for i, out in enumerate(fresh):
+                if any(isinstance(x, torch.Tensor) and _overlap(out, x) for x in ins):
+                    return f"output {i} aliases an input (outputs must be fresh tensors)"
+                if any(_overlap(out, old) for old in seen):
+                    return (f"output {i} reuses the storage of an earlier output (outputs must be fresh tensors on "
+                            "every call)")
+            seen += fresh
+        self.kept = seen[-KEEP:]
         return ""
 
 
-KEEP = 8
+def _end(spec: list, start: int) -> int:
+    from verifier.sandbox.arena import TensorLayout, align
+
+    end = align(start)
+    for item in spec:
+        layout = TensorLayout.from_json(item)
+        end = max(end, align(layout.offset + max(layout.span(), 1)))
+    return end
 
 
 def _overlap(a, b) -> bool:

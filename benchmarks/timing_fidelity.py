@@ -1,0 +1,187 @@
+"""Timing fidelity: does the verifier's speedup follow the kernel? Every known-good CPU solution
+(kernelbench_npu/solutions/cpu, 52) on the bundled cpu build, timed plainly and by the verifier at
+the same moment, one row each:
+
+- solo: the reference alone in a fresh process, then the solution alone in another
+  (benchmarks.plain_timing: 400 calls after warm-up on 8 input sets, 2 threads, median per call);
+  twice each, interleaved, the faster run of each kept; speedup = reference ms / solution ms;
+- alternating: both in one process, call by call in ABBA order, the median per-pair ratio;
+- alternating, passive: the same with OMP_WAIT_POLICY=PASSIVE (idle OpenMP threads sleep at once);
+- verifier: ``verify()`` with default settings (its speedup, whether it trusts it, calls per window,
+  rounds retimed).
+
+``verifier / solo`` is the fidelity (target on a quiet machine: median 0.97-1.03, every task
+0.90-1.10; under ``--burners 2``, every task 0.85-1.15). Where solo and alternating disagree by more
+than 10%, the ``why`` column says what the passive run shows: if it agrees with solo, the disagreement
+is OpenMP interference (two runtimes in one process: the threads of whichever ran last spin while the
+other runs); otherwise it is left as unexplained, with the figures.
+
+``--repeat N --tasks ONE``: the same kernel verified N times (largest / smallest speedup).
+Burners (``--burners N``) run in sessions of their own, as other work on the machine would.
+
+Run: .venv/bin/python -m benchmarks.timing_fidelity [--tasks L1/003_gelu,...] [--burners 2]
+     [--repeat 5] [--json out.json] [--build runs/build-cpu]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks.known_good_speedups import _build_dir, _load
+from kernelbench_npu.known_good import known_good, solution_for
+from kernelbench_npu.spec import load_build
+from verifier.api import verify
+from verifier.settings import VerifySettings
+
+BURNER = '''
+import random, time
+rng = random.Random()
+while True:
+    end = time.perf_counter() + rng.uniform(0.05, 0.5)
+    while time.perf_counter() < end:
+        pass
+    time.sleep(rng.uniform(0.0, 0.5))
+'''
+DISAGREE = 0.10
+
+
+def start_burners(count: int) -> list[subprocess.Popen]:
+    """Fluctuating CPU burners (busy and idle in random bursts of 50-500 ms), each its own session."""
+    return [subprocess.Popen([sys.executable, "-c", BURNER], start_new_session=True) for _ in range(count)]
+
+
+def plain(mode: str, build: Path, task_id: str, threads: int, passive: bool = False) -> float:
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env.update(OMP_NUM_THREADS=str(threads), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    if passive:
+        env["OMP_WAIT_POLICY"] = "PASSIVE"
+    out = subprocess.run([sys.executable, "-m", "benchmarks.plain_timing", mode, str(build), task_id,
+                          "--threads", str(threads)], env=env, capture_output=True, text=True, timeout=900)
+    if out.returncode != 0:
+        raise RuntimeError(f"plain timing of {task_id} ({mode}) failed: {out.stderr.strip()[-400:]}")
+    value = json.loads(out.stdout)
+    return value["ms"] if mode != "alt" else value["ratio"]
+
+
+def solo(build: Path, task_id: str, threads: int) -> dict:
+    runs = {"ref": [], "cand": []}
+    for _ in range(2):
+        for mode in ("ref", "cand"):
+            runs[mode].append(plain(mode, build, task_id, threads))
+    ref, cand = min(runs["ref"]), min(runs["cand"])
+    return {"ref_ms": ref, "cand_ms": cand, "solo": ref / cand}
+
+
+def verified(task, source: str, settings: VerifySettings) -> dict:
+    started = time.perf_counter()
+    verdict = verify(task, source, "cpu", settings)
+    if verdict.latency is None:
+        gate = verdict.failed_gate or "infrastructure"
+        reason = verdict.gate(gate).reason if verdict.gate(gate) else verdict.infrastructure_error
+        return {"verifier": None, "failed": f"{gate}: {reason}"[:200]}
+    lat = verdict.latency
+    return {"verifier": lat.speedup, "ci": [lat.ci_low, lat.ci_high], "v_ref_ms": lat.reference_ms,
+            "v_cand_ms": lat.candidate_ms, "trusted": lat.trusted, "retimed": lat.rounds_retimed,
+            "calls": lat.calls_per_window, "priority": lat.priority, "seconds": time.perf_counter() - started}
+
+
+def why(row: dict) -> str:
+    if abs(row["alt"] / row["solo"] - 1) <= DISAGREE:
+        return ""
+    if abs(row["alt_passive"] / row["solo"] - 1) <= DISAGREE:
+        return "OpenMP interference in one process (passive threads agree with solo)"
+    return (f"unexplained: alternating {row['alt']:.2f}x, passive {row['alt_passive']:.2f}x, "
+            f"solo {row['solo']:.2f}x")
+
+
+def row_for(build: Path, task, threads: int, settings: VerifySettings) -> dict:
+    source = solution_for(task.task_id, task.source)
+    row = {"task_id": task.task_id, **solo(build, task.task_id, threads)}
+    row["alt"] = plain("alt", build, task.task_id, threads)
+    row["alt_passive"] = plain("alt", build, task.task_id, threads, passive=True)
+    row.update(verified(task, source, settings))
+    row["why"] = why(row)
+    if row["verifier"] is not None:
+        row["fidelity"] = row["verifier"] / row["solo"]
+    return row
+
+
+def print_row(row: dict) -> None:
+    if row.get("verifier") is None:
+        print(f"{row['task_id']:34s} solo {row['solo']:6.2f}x  verifier failed: {row['failed']}", flush=True)
+        return
+    trust = "" if row["trusted"] else "  (not trusted)"
+    print(f"{row['task_id']:34s} {row['ref_ms']:8.3f} {row['cand_ms']:8.3f}  solo {row['solo']:6.2f}x  alt "
+          f"{row['alt']:6.2f}x  passive {row['alt_passive']:6.2f}x  verifier {row['verifier']:6.2f}x "
+          f"[{row['ci'][0]:.2f}-{row['ci'][1]:.2f}] x{row['calls']:<3d} -> {row['fidelity']:.3f}"
+          f"{trust}  {row['why']}", flush=True)
+
+
+def summary(rows: list[dict]) -> dict:
+    fid = [r["fidelity"] for r in rows if r.get("fidelity")]
+    if not fid:
+        return {}
+    return {"tasks": len(rows), "measured": len(fid), "median": statistics.median(fid), "min": min(fid),
+            "max": max(fid), "within_0.90_1.10": sum(0.90 <= f <= 1.10 for f in fid),
+            "within_0.85_1.15": sum(0.85 <= f <= 1.15 for f in fid),
+            "untrusted": sum(not r.get("trusted", True) for r in rows if r.get("verifier") is not None)}
+
+
+def repeatability(task, settings: VerifySettings, times: int) -> dict:
+    source = solution_for(task.task_id, task.source)
+    speedups = []
+    for i in range(times):
+        result = verified(task, source, settings)
+        speedups.append(result["verifier"])
+        print(f"  run {i + 1}: {result['verifier']:.3f}x [{result['ci'][0]:.2f}-{result['ci'][1]:.2f}] trusted "
+              f"{result['trusted']}, {result['retimed']} rounds retimed, {_load()}", flush=True)
+    return {"task_id": task.task_id, "speedups": speedups, "max_over_min": max(speedups) / min(speedups)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", default="", help="comma-separated task ids (default: every known-good solution)")
+    parser.add_argument("--build", default=None, help="an existing cpu build of the bundled problems")
+    parser.add_argument("--burners", type=int, default=0, help="fluctuating CPU burners while measuring")
+    parser.add_argument("--repeat", type=int, default=0, help="verify the (first) task this many times instead")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    wanted = [t for t in args.tasks.split(",") if t] or list(known_good("cpu"))
+    with tempfile.TemporaryDirectory(prefix="timing-fidelity-") as tmp:
+        build_dir = _build_dir(args.build, Path(tmp))
+        build = load_build(build_dir)
+        settings = VerifySettings(cache_dir=Path(tmp) / "cache", threads=args.threads)
+        burners = start_burners(args.burners)
+        try:
+            print(f"start: {_load()}; burners {args.burners}; {args.threads} threads per side", flush=True)
+            if args.repeat:
+                result = repeatability(build.task(wanted[0]), settings, args.repeat)
+                print(f"largest / smallest speedup over {args.repeat} runs: {result['max_over_min']:.3f}")
+            else:
+                print(f"{'task':34s} {'ref ms':>8s} {'cand ms':>8s}  plain and verified speedups -> verifier/solo")
+                rows = []
+                for task_id in wanted:
+                    rows.append(row_for(build_dir, build.task(task_id), args.threads, settings))
+                    print_row(rows[-1])
+                result = {"rows": rows, "summary": summary(rows)}
+                print("summary:", json.dumps(result["summary"]))
+            print(f"end: {_load()}")
+        finally:
+            for proc in burners:
+                proc.kill()
+                proc.wait()
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()

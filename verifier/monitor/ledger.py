@@ -1,0 +1,100 @@
+"""What the operating system says about the processes of a timed window, read by the monitor from
+outside them: the one account of where CPU time went that a candidate cannot rewrite.
+
+- CPU time of a whole process (every thread, living or exited): the process's CPU clock, read with
+  ``clock_gettime`` on the clock id the kernel derives from its pid (``clock_getcpuclockid``; exact
+  to the nanosecond, up to date for a thread on a CPU at the moment of reading). A process that is
+  stopped uses none: any CPU it used while another side was timed was taken from that side (work in
+  a system call outlives SIGSTOP until the call returns).
+- Time spent runnable but waiting for a CPU (the second field of ``/proc/<pid>/task/<tid>/schedstat``,
+  summed over the process's threads) and involuntary context switches (``/proc/.../status``): a
+  window whose threads, or whose monitor, waited for a CPU was preempted by other work on the machine.
+
+Each reading is a few microseconds per thread, taken outside the timed window.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+CPUCLOCK_SCHED = 2  # the kernel's clock id encoding: ((~pid) << 3) | CPUCLOCK_SCHED, whole thread group
+
+
+def process_cpu_ns(pid: int) -> int:
+    """CPU time of every thread of ``pid`` so far (ns); -1 when the process is gone."""
+    try:
+        return time.clock_gettime_ns(((~pid) << 3) | CPUCLOCK_SCHED)
+    except OSError:
+        return -1
+
+
+def _schedstat_wait(path: str) -> int:
+    try:
+        with open(path, "rb") as fh:
+            return int(fh.read().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def run_queue_wait_ns(pid: int) -> int:
+    """Time the threads of ``pid`` spent runnable but waiting for a CPU, summed (ns)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    return sum(_schedstat_wait(f"/proc/{pid}/task/{tid}/schedstat") for tid in tids)
+
+
+def own_thread_wait_ns() -> int:
+    """The same for the calling thread (the monitor's, which takes the time)."""
+    return _schedstat_wait("/proc/thread-self/schedstat")
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One reading: the monitor's clock, every side's process CPU time, and the run-queue wait of the
+    side in its turn and of the monitor's own thread."""
+
+    at_ns: int
+    cpu_ns: tuple[int, ...]
+    wait_ns: int
+
+
+class Ledger:
+    """The readings of the sides of one measurement (indexed as their pids)."""
+
+    def __init__(self, pids: Sequence[int]) -> None:
+        self.pids = tuple(pids)
+
+    def mark(self, turn: int) -> Mark:
+        """Everything at once: CPU of every side, waits of side ``turn`` and of the monitor."""
+        return Mark(time.perf_counter_ns(), tuple(process_cpu_ns(pid) for pid in self.pids),
+                    run_queue_wait_ns(self.pids[turn]) + own_thread_wait_ns())
+
+
+@dataclass(frozen=True)
+class TurnAccount:
+    """Where the CPU went during one side's turn (Stage, Run, Collect), in ns."""
+
+    window_cpu_ns: int  # the side's own CPU inside the timed window
+    outside_cpu_ns: int  # the side's own CPU in Stage and Collect (untimed; a copy and the checks)
+    stolen_ns: tuple[int, ...]  # per side, CPU used while stopped (0 for the side in its turn)
+    waited_ns: int  # run-queue wait of the side's threads and of the monitor during the timed window
+    collect_ns: int  # the monitor's clock around Collect (work left running after Ran makes it slow)
+
+
+def account(turn: int, before_stage: Mark, before_run: Mark, after_run: Mark, after_collect: Mark) -> TurnAccount:
+    own = lambda a, b: max(0, b.cpu_ns[turn] - a.cpu_ns[turn])  # noqa: E731
+    stolen = tuple(0 if i == turn or before_stage.cpu_ns[i] < 0 or after_collect.cpu_ns[i] < 0
+                   else max(0, after_collect.cpu_ns[i] - before_stage.cpu_ns[i]) for i in range(len(before_stage.cpu_ns)))
+    return TurnAccount(own(before_run, after_run), own(before_stage, before_run) + own(after_run, after_collect),
+                       stolen, max(0, after_run.wait_ns - before_run.wait_ns), after_collect.at_ns - after_run.at_ns)
+
+
+def can_read(pid: int) -> bool:
+    """Whether this machine lets the monitor read ``pid``'s clock and scheduler statistics."""
+    return process_cpu_ns(pid) >= 0 and Path(f"/proc/{pid}/task").is_dir()

@@ -1,0 +1,91 @@
+"""Every output of the timing phase checked against the reference's for the same inputs.
+
+Each call of every window, warm-up included, is compared: a random sample of elements for most calls,
+every element for the audited calls and for a few more drawn from the secret seed (:class:`CheckPlan`).
+Two audited calls carry the plan's audit trials instead of fresh timed inputs: a fresh draw, and later
+a near-duplicate of it (a few elements changed), whose outputs are also compared in full with the
+reference worker's outputs for those trials: a kernel that answers from a cache keyed on a sample of
+its inputs returns the first one's output for the second. Nothing tells the runner which call is
+which: every call is observed alike.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from verifier.gates.correctness import Tolerance
+from verifier.monitor.correctness_phase import IntegrityProblem
+from verifier.seeds import derive_seed
+
+SAMPLE = 4096  # elements compared per output (every element on the fully checked calls)
+EXTRA_FULL_CHECKS = 2
+
+
+def mismatch(cand: tuple, ref: tuple, tol: Tolerance, rng: np.random.Generator | None) -> str:
+    """"" when the candidate's outputs match the reference's (on a sample of elements when ``rng``)."""
+    if len(cand) != len(ref):
+        return f"returned {len(cand)} outputs, expected {len(ref)}"
+    for k, (c, r) in enumerate(zip(cand, ref)):
+        if c.shape != r.shape:
+            return f"output {k} has shape {tuple(c.shape)}, expected {tuple(r.shape)}"
+        flat_c, flat_r = c.reshape(-1), r.reshape(-1)
+        if rng is not None and flat_r.size > SAMPLE:
+            idx = rng.integers(0, flat_r.size, SAMPLE)
+            flat_c, flat_r = flat_c[idx], flat_r[idx]
+        c64, r64 = flat_c.astype(np.float64), flat_r.astype(np.float64)
+        finite = np.isfinite(r64)
+        scale = max(1.0, float(np.abs(np.where(finite, r64, 0.0)).max(initial=0.0)))
+        bad = finite & ~(np.abs(c64 - r64) <= tol.atol * scale + tol.rtol * np.abs(r64))
+        if bad.any():
+            i = int(np.argmax(bad))
+            return f"output {k}: expected {r64[i]:.6g}, got {c64[i]:.6g}"
+    return ""
+
+
+@dataclass(frozen=True)
+class CheckPlan:
+    """Which calls (round, call in the window) are checked in full, and which carry an audit trial."""
+
+    full: frozenset[tuple[int, int]]
+    audits: dict  # (round, call) -> the audit trial placed there
+    reference: object  # verifier.monitor.reference.Reference: the audit trials' own outputs
+
+    @classmethod
+    def draw(cls, plan: list, rounds: int, calls: int, seed: int, reference) -> "CheckPlan":
+        trials = [t for t in plan if t.kind == "audit"]
+        positions = [(r, c) for r in range(rounds) for c in range(calls)]
+        picks = random.Random(derive_seed(seed, "audit")).sample(positions, min(len(positions),
+                                                                                len(trials) + EXTRA_FULL_CHECKS))
+        placed = sorted(picks[:len(trials)])  # the fresh draw is seen before its near-duplicate
+        return cls(frozenset(picks), dict(zip(placed, trials)), reference)
+
+    def items(self, round_: int, fresh: list[int]) -> list[tuple[int, bool]]:
+        """The input sets of round ``round_``: fresh timed draws, an audit trial where one is placed."""
+        items = []
+        for c, index in enumerate(fresh):
+            trial = self.audits.get((round_, c))
+            items.append((trial.index, False) if trial is not None else (index, True))
+        return items
+
+
+def check_round(turns: list, sides: list, tol: Tolerance, checks: CheckPlan | None, round_: int,
+                sample: np.random.Generator) -> None:
+    """Every call of every side checked against ``sides[0]``'s outputs for the same inputs; raises
+    IntegrityProblem (naming the side) at the first wrong one."""
+    record = next(t for t in turns if t.side == 0).answer.outputs
+    for turn in turns:
+        if turn.side == 0:
+            continue
+        for c, outputs in enumerate(turn.answer.outputs):
+            full = checks is not None and (round_, c) in checks.full
+            problem = mismatch(outputs, record[c], tol, None if full else sample)
+            trial = checks.audits.get((round_, c)) if checks is not None else None
+            if not problem and trial is not None:
+                problem = mismatch(outputs, checks.reference.outputs(trial.index).arrays, tol, None)
+            if problem:
+                who = "" if sides[turn.side].name == "candidate" else f" ({sides[turn.side].name})"
+                raise IntegrityProblem(f"the output of a timed call is wrong{who} (the kernel skips, replays or "
+                                       f"caches work while timed): {problem}")

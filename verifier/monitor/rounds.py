@@ -1,0 +1,143 @@
+"""One round of the paired timing: the same fresh inputs for every side, each side timed in its own
+turn while every other side is stopped, and the operating system's account of each turn.
+
+A round: the reference worker draws the round's input sets (one per call of a window) into its arena
+from the secret seed and is stopped again; the monitor keeps a copy. Then, side after side in an
+order drawn from the secret seed, the monitor writes the inputs into that side's arena (so every
+side's inputs were last written by the monitor, just before its turn: no side starts with them warmer
+in its cache), raises its priority (verifier.monitor.priority), continues it, runs one window
+(verifier.monitor.peers.window: Stage, the timed Run, Collect) and stops it again. Around each turn
+the ledger (verifier.monitor.ledger) reads every side's CPU clock and the run-queue waits.
+
+What makes a round not count (:func:`disturbance`): a side's timed window during which its threads or
+the monitor's waited for a CPU (other work on the machine preempted it), or a stopped side that used
+CPU during another side's turn (work in a system call outlives SIGSTOP). Such a round is played again
+on fresh inputs (verifier.monitor.timing decides how often, and what repeated stealing means).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+from verifier.monitor.freeze import hold, release
+from verifier.monitor.ledger import Ledger, TurnAccount, account
+from verifier.monitor.peers import Answer, PeerFailure, window
+from verifier.monitor.priority import Boost
+from verifier.monitor.reference import Reference, ReferenceFailed
+from verifier.sandbox.arena import Arena
+from verifier.sandbox.spawn import Sandboxed
+from verifier.sandbox.values import layouts_in
+
+STOLEN_NS = 200_000  # CPU a stopped process may show around a turn (a stop still being delivered)
+PREEMPTED_FLOOR_NS = 200_000  # run-queue wait inside one window that is not yet a disturbance ...
+PREEMPTED_SHARE = 0.02  # ... or this share of the window, whichever is larger
+
+@dataclass
+class Side:
+    """One process timed in the rounds: a candidate's runner, or a reference worker (trusted: whatever
+    it does, or fails to do, is the machine's doing)."""
+
+    name: str
+    process: Sandboxed
+    arena: Arena
+    trusted: bool
+    deadline_s: float  # one window, at most
+    attach: Callable[[Arena], None]  # hand the process a new arena
+    after: Callable[[Answer, int], None] = lambda answer, began_ns: None  # a candidate's budget and watch
+
+    def pid(self) -> int:
+        return self.process.pid()
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a window's input sets and outputs lie in every side's arena."""
+
+    calls: int
+    in_stride: int  # bytes per input set (set k starts at k * in_stride)
+    out_start: int  # where the outputs begin (after the last input set)
+
+
+@dataclass(frozen=True)
+class Turn:
+    side: int
+    answer: Answer
+    account: TurnAccount
+
+    @property
+    def ms_per_call(self) -> float:
+        return self.answer.ns / max(1, len(self.answer.outputs)) / 1e6
+
+
+class Rounds:
+    def __init__(self, sides: list[Side], drawer: Reference, layout: Layout, boost: Boost, machine_s: float) -> None:
+        self.sides, self.drawer, self.layout, self.boost, self.machine_s = sides, drawer, layout, boost, machine_s
+        self.ledger = Ledger([side.pid() for side in sides])
+
+    def hold_all(self) -> None:
+        for side in self.sides:
+            hold(side.pid())
+
+    def release_all(self) -> None:
+        for side in self.sides:
+            release(side.pid())
+
+    def play(self, items: list[tuple[int, bool]], order: list[int]) -> list[Turn]:
+        """One round on the input sets ``items`` (``(index, timing)`` as Draw takes them), the sides in
+        ``order``; every side is stopped before and after."""
+        specs, data = self.draw(items)
+        return [self.turn(i, specs, data) for i in order]
+
+    def draw(self, items: list[tuple[int, bool]]) -> tuple[list[list], bytes]:
+        stride, pid = self.layout.in_stride, self.drawer.process.pid()
+        release(pid)
+        try:
+            specs = self.drawer.draw([(index, timing, k * stride) for k, (index, timing) in enumerate(items)],
+                                     time.monotonic() + self.machine_s)
+        finally:
+            hold(pid)
+        for k, spec in enumerate(specs):
+            ends = [lay.offset + lay.span() for lay in layouts_in(spec, self.drawer.arena.size)]
+            if ends and max(ends) > (k + 1) * stride:
+                raise ReferenceFailed(f"input set {k} ({max(ends) - k * stride} bytes) is larger than the "
+                                      f"{stride} bytes the task's trials needed")
+        return specs, bytes(self.drawer.arena.map[:len(items) * stride])
+
+    def turn(self, i: int, specs: list[list], data: bytes) -> Turn:
+        side, pid = self.sides[i], self.sides[i].pid()
+        side.arena.map[:len(data)] = data
+        self.boost.raise_(pid)
+        release(pid)
+        began = time.monotonic_ns()
+        try:
+            answer = window(side.process, side.arena, specs, self.layout.out_start,
+                            time.monotonic() + side.deadline_s, f"{side.name}'s timing", lambda: self.ledger.mark(i),
+                            self.boost.clock)
+        except PeerFailure as failure:
+            if side.trusted:
+                raise ReferenceFailed(f"{side.name} worker failed: {failure.reason}") from None
+            raise
+        finally:
+            hold(pid)
+            self.boost.lower(pid)
+        side.after(answer, began)
+        return Turn(i, answer, account(i, *answer.marks))
+
+
+def disturbance(turns: list[Turn], sides: list[Side]) -> tuple[str, str]:
+    """("", "") for a round that counts; else (what disturbed it, "steal" when a candidate's process
+    used CPU while stopped, "machine" otherwise)."""
+    for turn in turns:
+        for j, stolen in enumerate(turn.account.stolen_ns):
+            if stolen > STOLEN_NS:
+                kind = "machine" if sides[j].trusted else "steal"
+                return (f"{sides[j].name} used {stolen / 1e6:.2f} ms of CPU while stopped, during "
+                        f"{sides[turn.side].name}'s turn", kind)
+    for turn in turns:
+        limit = max(PREEMPTED_FLOOR_NS, PREEMPTED_SHARE * turn.answer.ns)
+        if turn.account.waited_ns > limit:
+            return (f"{sides[turn.side].name}'s window waited {turn.account.waited_ns / 1e6:.2f} ms for a CPU "
+                    f"({turn.answer.ns / 1e6:.2f} ms window)", "machine")
+    return "", ""
