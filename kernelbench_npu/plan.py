@@ -21,7 +21,7 @@ from kernelbench_npu.sizing import SizeFit, fit_from_dict
 from kernelbench_npu.variants import (CPU_2CORE, LINT_META, LINT_REDUCED, LINT_TASK_SIZES, Variant, alignment_note,
                                       short_dtype)
 
-BUILDER_VERSION = "2.0"
+BUILDER_VERSION = "2.1"
 BUNDLED_DIR = Path(__file__).resolve().parent / "problems"
 MiB = 1 << 20
 ADAPT_TIMEOUT_S = 300.0  # sizing one file: well under a second for most, ~30 s for a Swin on a quiet machine

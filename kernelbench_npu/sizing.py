@@ -90,7 +90,7 @@ def fit_profile(source: str, profile, path: str = "<problem>", dtype: str = "flo
     function both the build (lint sizes) and the verifier (interpreter correctness sizes) call, so
     they get the same sizes for the same source."""
     return fit_to_budget(source, profile.target_ms, profile.keep_below_ms, profile.memory_bytes, dtype, path,
-                         profile.budget_ms)
+                         profile.budget_ms, profile.min_bytes)
 
 
 def balance(dims: list[DimShrink]) -> float | None:
@@ -114,7 +114,8 @@ def halve(value: int, times: int) -> int:
 
 
 def fit_to_budget(source: str, target_ms: float, keep_below_ms: float, memory_bytes: int,
-                  dtype: str = "float32", path: str = "<problem>", budget_ms: float | None = None) -> SizeFit:
+                  dtype: str = "float32", path: str = "<problem>", budget_ms: float | None = None,
+                  min_bytes: int = 0) -> SizeFit:
     """Shrink the task's sizes together until the estimate is <= ``target_ms`` and its footprint
     <= ``memory_bytes``; tasks already <= ``keep_below_ms`` (and within memory) keep their sizes.
 
@@ -122,6 +123,9 @@ def fit_to_budget(source: str, target_ms: float, keep_below_ms: float, memory_by
     of reach, crushing every other size to its floor buys little: the task goes back to the first
     sizes on the way whose estimate is within ``SLACK`` times that of the smallest sizes (and
     within ``budget_ms``), so VGG keeps a quarter of its channels rather than 8 of each.
+
+    A task is never shrunk below ``min_bytes`` of tensors (inputs, output, parameters): the search stops
+    at the last sizes above it, whatever the estimate says (a task written smaller keeps its sizes).
 
     Raises CostError when the original sizes cannot run on the meta device."""
     sites = find_sites(source)
@@ -140,6 +144,8 @@ def fit_to_budget(source: str, target_ms: float, keep_below_ms: float, memory_by
                      f"sizes: floors and pinned sizes keep {target_ms:g} ms out of reach)")
         else:
             note = f"could not reach {target_ms:g} ms: every size is at its floor or pinned ({{}} halvings)"
+    if search.cost.footprint_bytes < min_bytes <= cost.footprint_bytes and search.back_above(min_bytes):
+        note += f", then back to the last sizes with at least {min_bytes / 2**20:g} MiB of tensors"
     values = {s.key: halve(s.value, search.exponents.get(s.key, 0)) for s in sites}
     dims = _dims(sites, search.exponents, search.stopped, "")
     return SizeFit(search.source, original, values, dims, search.cost, note.format(sum(search.exponents.values())))
@@ -178,6 +184,15 @@ class _Search:
         before the current one. Sizes found pinned stay pinned; floors reached later do not count."""
         for exponents, source, cost, stopped in self.history:
             if good_enough(cost):
+                self.exponents, self.source, self.cost = exponents, source, cost
+                self.stopped = {k: v for k, v in stopped.items() if v.startswith("pinned")}
+                return True
+        return False
+
+    def back_above(self, min_bytes: int) -> bool:
+        """Return to the most shrunk state on the way whose tensors still take ``min_bytes``."""
+        for exponents, source, cost, stopped in reversed(self.history):
+            if cost.footprint_bytes >= min_bytes:
                 self.exponents, self.source, self.cost = exponents, source, cost
                 self.stopped = {k: v for k, v in stopped.items() if v.startswith("pinned")}
                 return True

@@ -47,9 +47,14 @@ class SizeProfile:
     keep_below_ms: float  # estimates at or below this keep their original sizes
     memory_bytes: int  # inputs + output + parameters must fit too
     budget_ms: float  # an estimate above this even at the smallest sizes is too slow for the profile
+    min_bytes: int = 0  # never shrink inputs + output + parameters below this (a task smaller as written stays)
 
 
-CPU_2CORE = SizeProfile("cpu-2core", 4.0, 20.0, 64 * MiB, 250.0)
+# Working sets of at least 1 MiB: below it a call's fixed costs (calling forward from Python, allocating
+# its outputs: ~10-30 us here) are no longer small against the kernel's work (~0.1 ms per MiB streamed
+# at this machine's ~10 GB/s), and only those costs are left to measure (a KernelBench 2D max pool
+# went to 2x8x16x16, 31 kB, without it).
+CPU_2CORE = SizeProfile("cpu-2core", 4.0, 20.0, 64 * MiB, 250.0, min_bytes=1 * MiB)
 # Correctness without the device (Triton's interpreter runs every program instance in numpy): about
 # 1 MiB of tensors and a torch forward of ~1 ms, so one interpreted forward of an honest kernel
 # takes seconds at most (LayerNorm 16x64x256x256 -> 4x16x32x32; LogSoftmax 4096x393216 -> 32x3072).

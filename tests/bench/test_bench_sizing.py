@@ -147,3 +147,22 @@ def test_a_model_whose_init_asks_a_tensor_for_its_value_is_checked_and_costed():
     check_runtime(Path("swin_like.py"), swin_like)
     fit = _fit(swin_like)
     assert fit.cost.flops < 2 * 4096 ** 3 and fit.cost.estimated_ms <= CPU_2CORE.target_ms
+
+
+MAX_POOL = problem("return self.pool(x)", init="self.pool = nn.MaxPool2d(kernel_size=2, stride=2)",
+                   inputs="[torch.rand(batch_size, channels, height, width)]",
+                   consts="batch_size = 32\nchannels = 64\nheight = 512\nwidth = 512")
+
+
+def test_the_cpu_profile_never_shrinks_a_task_below_its_working_set_floor():
+    from kernelbench_npu.sizing import fit_profile
+
+    without = fit_to_budget(MAX_POOL, CPU_2CORE.target_ms, CPU_2CORE.keep_below_ms, CPU_2CORE.memory_bytes)
+    fit = fit_profile(MAX_POOL, CPU_2CORE)
+    assert CPU_2CORE.min_bytes == MiB
+    # 655 kB without the floor; with it, the last sizes on the way above 1 MiB (not the first ones)
+    assert without.cost.footprint_bytes < MiB <= fit.cost.footprint_bytes < 4 * MiB
+    assert "back to the last sizes with at least 1 MiB" in fit.note
+    tiny = MAX_POOL.replace("batch_size = 32\nchannels = 64\nheight = 512\nwidth = 512",
+                            "batch_size = 2\nchannels = 4\nheight = 16\nwidth = 16")
+    assert _dims(fit_profile(tiny, CPU_2CORE)) == _dims(fit_to_budget(tiny, 4.0, 20.0, 64 * MiB))  # written small: kept
