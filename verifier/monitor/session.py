@@ -80,12 +80,14 @@ class Session:
         self.warnings: tuple[str, ...] = ()
 
     # ---- the gate loop -----------------------------------------------------------------------------
-    def run(self, hack: GateResult) -> SessionResult:
+    def run(self, hack: GateResult, through: str = "latency") -> SessionResult:
+        """The gates after the static one, in order, up to ``through``; a session run through an earlier
+        gate keeps its processes for the caller (verifier.compare times several together), who closes it."""
         gates = [hack]
+        phases = (("compile", self._compile), ("correctness", self._correctness), ("latency", self._latency))
         try:
             self._start()
-            for name, phase in (("compile", self._compile), ("correctness", self._correctness),
-                                ("latency", self._latency)):
+            for name, phase in phases[:[n for n, _ in phases].index(through) + 1]:
                 if name != "compile" and not self.plan.runs(name):
                     gates.append(self.plan.unavailable(name))
                     continue
@@ -99,7 +101,8 @@ class Session:
         except ReferenceFailed as exc:
             raise InfrastructureError(str(exc)) from None
         finally:
-            self.close()
+            if through == "latency":
+                self.close()
         last = gates[-1]
         return SessionResult(tuple(gates), self.latency if last.name == "latency" and last.passed else None,
                              self.facts, self.warnings)
@@ -219,12 +222,9 @@ class Session:
         start, s = time.perf_counter(), self.settings
         tol = Tolerance(self.c.task.atol, self.c.task.rtol, s.trivial_margin)
         POOL.settle(STARTUP_S)  # no spare's start-up shares the cores with a timed call
-        plan = timing.TimingPlan(s.latency_rounds, s.window_ms, s.max_calls_per_window, s.warmup_rounds,
-                                 s.latency_rounds if s.retime_rounds is None else s.retime_rounds,
-                                 s.bootstrap_resamples, s.plausibility_bound, s.boost_priority)
         try:
-            gate, self.latency = timing.latency(self.peers, trial_plan(s.correctness_trials), plan, tol, self.seed,
-                                                self.reference.workload, self.peaks)
+            gate, self.latency = timing.latency(self.peers, trial_plan(s.correctness_trials), timing.plan_of(s), tol,
+                                                self.seed, self.reference.workload, self.peaks)
         except PeerFailure as failure:
             return compile_phase.peer_failure_gate("latency", failure, time.perf_counter() - start)
         except IntegrityProblem as problem:

@@ -210,27 +210,38 @@ class _NoBoost(Boost):
 
 
 # ---- the verification's latency phase -----------------------------------------------------------------------
-def pair_sides(peers: Peers) -> list[Side]:
-    """The reference worker (the record every output is checked against) and the candidate's runner."""
-    reference, runner = peers.reference, peers.runner
+def plan_of(settings) -> TimingPlan:
+    """The timing plan a VerifySettings asks for."""
+    s = settings
+    return TimingPlan(s.latency_rounds, s.window_ms, s.max_calls_per_window, s.warmup_rounds,
+                      s.latency_rounds if s.retime_rounds is None else s.retime_rounds, s.bootstrap_resamples,
+                      s.plausibility_bound, s.boost_priority)
 
-    def attach_runner(arena) -> None:
+
+def reference_side(peers: Peers) -> Side:
+    """The reference worker: the record every output is checked against, and the drawer of inputs."""
+    reference = peers.reference
+    return Side("reference", reference.process, reference.arena, True, peers.machine_s, reference.attach)
+
+
+def candidate_side(peers: Peers, name: str = "candidate") -> Side:
+    runner = peers.runner
+
+    def attach(arena) -> None:
         if not runner.send(msg.Attach(arena.size), fds=(arena.fd,)):
             raise PeerFailure("died", f"{runner.exit_reason()} during timing", runner.log_tail())
 
-    return [Side("reference", reference.process, reference.arena, True, peers.machine_s, reference.attach),
-            Side("candidate", runner, peers.runner_arena, False, peers.call_s, attach_runner,
-                 lambda answer, began: peers.after_window(answer, began, "timing"))]
+    return Side(name, runner, peers.runner_arena, False, peers.call_s, attach,
+                lambda answer, began: peers.after_window(answer, began, "timing"))
 
 
-def latency(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: int,
-            workload: Workload | None, peaks: MachinePeaks | None) -> tuple[GateResult, LatencyResult]:
-    start = time.perf_counter()
-    peers.spent_ns = 0
-    sides = pair_sides(peers)
-    measured = measure(sides, peers.reference, plan, timing, tol, seed, peers.staged, peers.machine_s, peers.arenas)
-    peers.reference_arena, peers.runner_arena = sides[0].arena, sides[1].arena
-    peers.out_start = window_size.single(peers.reference).out_start  # one set from offset 0, as correctness
+def after_timing(peers: Peers, side: Side, plan: list, tol: Tolerance, reference: Side | None = None) -> None:
+    """A candidate's checks once its timing is over: the threads it left, the post-timing trials (on the
+    arenas the timing made, one input set from offset 0 as in correctness)."""
+    peers.runner_arena = side.arena
+    if reference is not None:
+        peers.reference_arena = reference.arena
+    peers.out_start = window_size.single(peers.reference).out_start
     problem = peers.watch.thread_problem("timing")
     if problem:
         raise IntegrityProblem(problem)
@@ -238,6 +249,15 @@ def latency(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: 
     checks = check_trials(post, peers.reference.outputs, tol)
     if checks.mismatch:
         raise IntegrityProblem(f"outputs after the timed loop are wrong (call-count drift or replay): {checks.mismatch}")
+
+
+def latency(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: int,
+            workload: Workload | None, peaks: MachinePeaks | None) -> tuple[GateResult, LatencyResult]:
+    start = time.perf_counter()
+    peers.spent_ns = 0
+    sides = [reference_side(peers), candidate_side(peers)]
+    measured = measure(sides, peers.reference, plan, timing, tol, seed, peers.staged, peers.machine_s, peers.arenas)
+    after_timing(peers, sides[1], plan, tol, sides[0])
     times = PairedTimes(measured.times[1], measured.times[0])
     result = summarise(times, timing.resamples, timing.bound, workload=workload, peaks=peaks, facts=measured.facts())
     return latency_gate(result, time.perf_counter() - start), result
