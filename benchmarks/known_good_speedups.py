@@ -1,7 +1,8 @@
 """Speedup of every known-good CPU solution (kernelbench_npu/solutions/cpu) over PyTorch on this
-machine, measured by the verifier's own latency gate: candidate and reference in the same sandbox
-child, interleaved paired rounds, median speedup with a 95% bootstrap CI. One verification at a
-time (two would compete for the cores), on the bundled cpu build.
+machine, measured by the verifier's own latency gate: the candidate's runner and the reference worker
+timed in paired rounds of windows of many calls, median speedup with a 95% bootstrap CI. One
+verification at a time (two would compete for the cores), on the bundled cpu build. Against plain
+in-process timing of the same kernels: benchmarks.timing_fidelity.
 
 Run: .venv/bin/python -m benchmarks.known_good_speedups [--rounds 30] [--tasks L1/001_relu,...]
      [--build runs/build-cpu] [--json out.json]
@@ -73,8 +74,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="known-good-") as tmp:
         build = load_build(_build_dir(args.build, Path(tmp)))
         settings = VerifySettings(cache_dir=Path(tmp) / "cache", latency_rounds=args.rounds)
-        print(f"start: {_load()}; {settings.threads} threads per side, {args.rounds} rounds x "
-              f"{settings.calls_per_round} calls")
+        print(f"start: {_load()}; {settings.threads} threads per side, {args.rounds} rounds of timed windows of at "
+              f"least {settings.window_ms:g} ms")
         print(f"{'task':38s} {'torch ms':>9s} {'ours ms':>9s} {'speedup':>9s} [95% CI]")
         rows = []
         for task_id in wanted:

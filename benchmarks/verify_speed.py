@@ -127,7 +127,7 @@ def bench_compile(repeats: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=VerifySettings().latency_rounds)
     parser.add_argument("--one", help=argparse.SUPPRESS)  # one task's sequence, in its own process
     args = parser.parse_args()
     if args.one:

@@ -62,7 +62,7 @@ def fp16_task(tmp_path):
 
 
 def _settings(cache) -> VerifySettings:
-    return VerifySettings(cache_dir=cache, seed=7, latency_rounds=3, calls_per_round=2, warmup_calls=1)
+    return VerifySettings(cache_dir=cache, seed=7, latency_rounds=3, window_ms=2.0, warmup_rounds=1)
 
 
 def test_an_fp16_kernel_passes_an_fp16_task(fp16_task, verify_cache):
