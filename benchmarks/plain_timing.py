@@ -13,8 +13,14 @@ Modes (one per process, so that each starts clean):
 Both use ``--threads`` threads (torch.set_num_threads and OMP_NUM_THREADS, as the verifier's sides),
 the task's dtype and the build's adapted sizes.
 
+What a harness may add around a call, one at a time, to measure what each costs (benchmarks.timing_parts):
+``--copy-out`` copies every output into a shared memory file inside the timed call (as a harness that
+hands outputs to another process); ``--shm-in`` gives forward inputs that view a shared memory file;
+``--gap-ms X`` idles X ms between calls (the other side of a paired measurement running meanwhile: the
+OpenMP threads go to sleep, the caches go cold).
+
 Run: .venv/bin/python -m benchmarks.plain_timing MODE BUILD TASK_ID [--calls 400] [--threads 2]
-(prints one JSON object)
+     [--copy-out] [--shm-in] [--gap-ms 0]   (prints one JSON object)
 """
 
 from __future__ import annotations
@@ -52,9 +58,39 @@ def _setup(build: str, task_id: str, mode: str):
     return models, inputs
 
 
-def solo(model, inputs: list, calls: int) -> float:
+def _shared(nbytes: int):
+    """A byte tensor over a fresh shared memory file (what the verifier's arenas are)."""
+    import mmap
+    import os
+
     import torch
 
+    fd = os.memfd_create("plain-timing")
+    os.ftruncate(fd, max(nbytes, mmap.PAGESIZE))
+    return torch.frombuffer(mmap.mmap(fd, max(nbytes, mmap.PAGESIZE)), dtype=torch.uint8)
+
+
+def _on_shared(inputs: list) -> list:
+    """Each input set's tensors copied into shared memory and handed over as views of it."""
+    out = []
+    for one in inputs:
+        placed = []
+        for x in one:
+            if hasattr(x, "untyped_storage") and x.is_contiguous():
+                base = _shared(x.numel() * x.element_size())
+                view = base[:x.numel() * x.element_size()].view(x.dtype).view(x.shape)
+                view.copy_(x)
+                placed.append(view)
+            else:
+                placed.append(x)
+        out.append(placed)
+    return out
+
+
+def solo(model, inputs: list, calls: int, copy_out: bool = False, gap_ms: float = 0.0) -> float:
+    import torch
+
+    sink = None
     times = []
     with torch.no_grad():
         for _ in range(3):
@@ -62,8 +98,19 @@ def solo(model, inputs: list, calls: int) -> float:
                 model(*x)
         for i in range(calls):
             x = inputs[i % len(inputs)]
+            if gap_ms:
+                time.sleep(gap_ms / 1e3)
             start = time.perf_counter_ns()
-            model(*x)
+            out = model(*x)
+            if copy_out:
+                outs = out if isinstance(out, (tuple, list)) else [out]
+                if sink is None:
+                    sink = _shared(sum(o.numel() * o.element_size() for o in outs) + 64 * len(outs))
+                offset = 0
+                for o in outs:
+                    n = o.numel() * o.element_size()
+                    sink[offset:offset + n].view(o.dtype).view(o.shape).copy_(o)
+                    offset += n + 64 - n % 64
             times.append(time.perf_counter_ns() - start)
     return statistics.median(times) / 1e6
 
@@ -95,16 +142,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("task_id")
     parser.add_argument("--calls", type=int, default=400)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--copy-out", action="store_true", help="copy outputs into shared memory, timed")
+    parser.add_argument("--shm-in", action="store_true", help="inputs that view shared memory")
+    parser.add_argument("--gap-ms", type=float, default=0.0, help="idle between calls")
     args = parser.parse_args(argv)
     import torch
 
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
     models, inputs = _setup(args.build, args.task_id, args.mode)
+    if args.shm_in:
+        inputs = _on_shared(inputs)
     if args.mode == "alt":
         out = {"ratio": alternating(models[0], models[1], inputs, args.calls)}
     else:
-        out = {"ms": solo(models[0], inputs, args.calls)}
+        out = {"ms": solo(models[0], inputs, args.calls, args.copy_out, args.gap_ms)}
     json.dump(out, sys.stdout)
     print()
 
