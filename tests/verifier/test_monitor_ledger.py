@@ -1,6 +1,6 @@
 """The operating system's account of a turn (verifier.monitor.ledger), read from outside real
-processes: a stopped process uses no CPU, unless it is inside a system call that runs on after the
-stop; a process that waits for a CPU shows the wait. And the rule that turns the account into "this
+processes: a stopped process uses no CPU, and one inside a system call that runs on after the stop
+signal shows how much it used before it stood still (verifier.monitor.freeze.hold); a process that waits for a CPU shows the wait. And the rule that turns the account into "this
 round does not count" (verifier.monitor.rounds.disturbance)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import time
 from verifier.monitor.freeze import hold, release
 from verifier.monitor.ledger import Mark, TurnAccount, account, process_cpu_ns, run_queue_wait_ns
 from verifier.monitor.peers import Answer
-from verifier.monitor.rounds import PREEMPTED_FLOOR_NS, STOLEN_NS, Turn, disturbance
+from verifier.monitor.rounds import PREEMPTED_FLOOR_NS, STOLEN_NS, STOPPING_NS, Turn, disturbance
 
 SPIN = "import threading\ndef spin():\n    while True: pass\nthreading.Thread(target=spin, daemon=True).start()\nspin()\n"
 # A thread that keeps a core busy inside one system call: faulting in 1 GiB of fresh pages with
@@ -57,12 +57,13 @@ def test_work_inside_a_system_call_outlives_the_stop_and_is_seen():
     try:
         assert proc.stdout.readline().strip() == "ready"
         time.sleep(0.2)
-        hold(proc.pid)
-        before = process_cpu_ns(proc.pid)
-        time.sleep(0.2)
-        used = process_cpu_ns(proc.pid) - before
+        stopping = [hold(proc.pid)]
+        for _ in range(4):  # each populate call runs on after the stop signal until it returns
+            release(proc.pid)
+            time.sleep(0.05)
+            stopping.append(hold(proc.pid))
         release(proc.pid)
-        assert used > STOLEN_NS, used  # "stopped", and still burning a core in the kernel
+        assert max(stopping) > STOPPING_NS, stopping  # told to stop, and still burning a core in the kernel
     finally:
         proc.kill()
         proc.wait()
@@ -81,9 +82,9 @@ def test_a_process_kept_from_a_cpu_shows_the_wait():
             proc.wait()
 
 
-def _turn(side: int, window_ns: int, waited_ns: int = 0, stolen: tuple[int, ...] = (0, 0)) -> Turn:
+def _turn(side: int, window_ns: int, waited_ns: int = 0, stolen: tuple[int, ...] = (0, 0), stopping: int = 0) -> Turn:
     answer = Answer(((),), ((),), window_ns, 1)
-    return Turn(side, answer, TurnAccount(window_ns, 0, stolen, waited_ns, 0))
+    return Turn(side, answer, TurnAccount(window_ns, 0, stolen, waited_ns, 0, stopping))
 
 
 class _Side:
@@ -102,10 +103,13 @@ def test_a_round_counts_unless_a_window_waited_or_a_stopped_side_ran():
     why, kind = disturbance([_turn(0, 10_000_000, stolen=(0, 5_000_000)), _turn(1, 10_000_000)], SIDES)
     assert kind == "steal" and why == "candidate used 5.00 ms of CPU while stopped, during reference's turn"
     assert disturbance([_turn(1, 10_000_000, stolen=(900_000, 0)), _turn(0, 10_000_000)], SIDES)[1] == "machine"
+    why, kind = disturbance([_turn(0, 10_000_000), _turn(1, 10_000_000, stopping=40_000_000)], SIDES)
+    assert kind == "steal" and why == "candidate went on using 40.00 ms of CPU after it was stopped"
+    assert disturbance([_turn(0, 10_000_000), _turn(1, 10_000_000, stopping=STOPPING_NS // 2)], SIDES) == ("", "")
 
 
 def test_an_account_splits_the_turn_at_its_marks():
-    marks = [Mark(0, (100, 50), 0), Mark(1, (110, 50), 5), Mark(2, (900, 50), 300), Mark(3, (950, 60), 300)]
-    got = account(0, *marks)
-    assert (got.window_cpu_ns, got.outside_cpu_ns, got.stolen_ns, got.waited_ns, got.collect_ns) == (790, 60, (0, 10),
-                                                                                                   295, 1)
+    marks = [Mark(1, (110, 50), 5), Mark(2, (900, 50), 300), Mark(3, (950, 60), 300)]
+    got = account(0, *marks, stopping_ns=7)
+    assert (got.window_cpu_ns, got.collect_cpu_ns, got.stolen_ns, got.waited_ns, got.collect_ns,
+            got.stopping_ns) == (790, 50, (0, 10), 295, 1, 7)

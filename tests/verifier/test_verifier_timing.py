@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from verifier_taskutil import TASKS
+from verifier_taskutil import FIXTURES, TASKS
 
 from verifier.gates.correctness import Tolerance
-from verifier.monitor.timing import SAMPLE, mismatch
+from verifier.monitor.output_checks import SAMPLE, mismatch
 from verifier.sandbox import inputs as inp
 
 TOL = Tolerance(1e-4, 1e-4, 0.01)
@@ -48,3 +48,84 @@ def test_the_near_duplicate_differs_from_the_audit_base_in_a_few_elements():
     assert base.shape == near.shape and 1 <= changed <= max(1, int(base.numel() * inp.NEAR_DUPLICATE_FRACTION))
     assert torch.equal(inp.inputs_for(problem, 1234, near_trial)[0], near)
     assert not torch.equal(base, inp.inputs_for(problem, 99, base_trial)[0])
+
+
+# A thread the candidate leaves behind, started in ModelNew's constructor (so it is part of the runner's
+# baseline, never "extra"): it spins in user space, or inside one long system call at a time (faulting
+# in fresh pages with MADV_POPULATE_WRITE, which SIGSTOP does not interrupt). The static policy would
+# refuse the thread; the checks that would are switched off so that the timing itself is what is tested.
+SPINNER = r'''
+import torch
+import torch.nn as nn
+from verifier.cpu_native import load_c
+
+SOURCE = r"""
+#include <atomic>
+#include <sys/mman.h>
+#include <thread>
+static std::atomic<long> sink{0};
+static void spin(int kernel_side) {
+    for (;;) {
+        if (kernel_side) {
+            size_t size = 1ul << 30;
+            void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (p != MAP_FAILED) { madvise(p, size, 23 /* MADV_POPULATE_WRITE */); munmap(p, size); }
+        } else {
+            sink.fetch_add(1, std::memory_order_relaxed);
+        }
+    }
+}
+extern "C" void start(long kernel_side) { std::thread(spin, (int)kernel_side).detach(); }
+extern "C" void relu(const float* x, float* y, long n) {
+    #pragma omp parallel for simd schedule(static)
+    for (long i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+"""
+
+lib = load_c(SOURCE, {"start": "int64", "relu": "const float*, float*, int64"})
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        lib.start(KERNEL_SIDE)
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        lib.relu(x, y, x.numel())
+        return y
+'''
+SPINNER_CHECKS = ("c_threads", "c_processes_and_signals", "c_files_and_network", "c_undefined_symbols",
+                  "c_includes")
+BIG_RELU = "rows = 37\ncols = 129"
+
+
+def _relu_task(tmp_path):
+    from verifier_taskutil import make_task
+
+    source = (TASKS / "relu.py").read_text().replace(BIG_RELU, "rows = 1024\ncols = 1024")
+    return make_task(source, "fixture/relu_1m", tmp_path)
+
+
+def test_a_thread_spinning_in_system_calls_while_stopped_is_seen_and_refused(tmp_path, verify_cache):
+    from verifier.api import verify
+    from verifier.settings import VerifySettings
+
+    settings = VerifySettings.for_tests(verify_cache, disabled_checks=SPINNER_CHECKS, latency_rounds=5)
+    verdict = verify(_relu_task(tmp_path), SPINNER.replace("KERNEL_SIDE", "1"), "cpu", settings)
+    assert verdict.failed_gate == "hack", verdict.feedback
+    assert "used CPU while it was stopped" in verdict.gate("hack").reason
+
+
+def test_a_thread_spinning_in_user_space_is_stopped_with_its_process_and_gains_nothing(tmp_path, verify_cache):
+    from verifier.api import verify
+    from verifier.settings import VerifySettings
+
+    settings = VerifySettings.for_tests(verify_cache, disabled_checks=SPINNER_CHECKS, latency_rounds=8)
+    task = _relu_task(tmp_path)
+    spinning = verify(task, SPINNER.replace("KERNEL_SIDE", "0"), "cpu", settings)
+    assert spinning.passed, spinning.feedback
+    honest = verify(task, (FIXTURES / "honest_relu_omp.py").read_text(), "cpu", settings)
+    # stopped while the reference is timed, it only competes with its own kernel: never faster than honest
+    assert spinning.latency.speedup <= honest.latency.speedup * 1.05, (spinning.latency, honest.latency)

@@ -10,8 +10,9 @@ every thread has stopped: each is woken to stop itself, and that work must not f
 side's timed window. A process sleeping in its channel's receive notices nothing: the receive resumes.
 
 SIGSTOP does not stop work inside a system call until the call returns: a process may go on using a
-CPU while "stopped". The monitor reads every stopped process's CPU clock around each turn
-(verifier.monitor.ledger), so any such use is seen and the turn timed again, or the verdict refused.
+CPU while "stopped". A hold waits until every thread has stopped and says how much CPU the process
+used meanwhile, and the monitor reads every stopped process's CPU clock around each turn
+(verifier.monitor.ledger): any such use is seen, and the round timed again, or the verdict refused.
 """
 
 from __future__ import annotations
@@ -22,18 +23,25 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from verifier.monitor.ledger import process_cpu_ns
 
-def hold(pid: int) -> None:
-    """Stop every thread of ``pid`` and return once they have stopped (or after a short limit). Nothing
-    happens for a process already gone, or for pid 0, a launch that failed: kill(0) would stop the
-    monitor's own process group."""
+
+def hold(pid: int) -> int:
+    """Stop every thread of ``pid`` and return once they have stopped (or after a short limit): the CPU
+    the process used between the signal and its last thread stopping (ns; a process in user space stops
+    within microseconds, work inside a system call goes on until the call returns). Nothing happens for
+    a process already gone, or for pid 0, a launch that failed: kill(0) would stop the monitor's own
+    process group."""
     if pid <= 0:
-        return
+        return 0
     try:
         os.kill(pid, signal.SIGSTOP)
     except (ProcessLookupError, PermissionError):
-        return
+        return 0
+    before = process_cpu_ns(pid)  # read after the signal: a thread in user space has stopped (or is stopping)
     _wait_until_stopped(pid)
+    after = process_cpu_ns(pid)
+    return max(0, after - before) if before >= 0 and after >= 0 else 0
 
 
 def release(pid: int) -> None:

@@ -78,21 +78,23 @@ class Ledger:
 
 @dataclass(frozen=True)
 class TurnAccount:
-    """Where the CPU went during one side's turn (Stage, Run, Collect), in ns."""
+    """Where the CPU went during one side's turn, in ns."""
 
     window_cpu_ns: int  # the side's own CPU inside the timed window
-    outside_cpu_ns: int  # the side's own CPU in Stage and Collect (untimed; a copy and the checks)
-    stolen_ns: tuple[int, ...]  # per side, CPU used while stopped (0 for the side in its turn)
+    collect_cpu_ns: int  # the side's own CPU while its outputs were collected (untimed)
+    stolen_ns: tuple[int, ...]  # per side, CPU used while stopped, window and collect (0 for the side in its turn)
     waited_ns: int  # run-queue wait of the side's threads and of the monitor during the timed window
     collect_ns: int  # the monitor's clock around Collect (work left running after Ran makes it slow)
+    stopping_ns: int = 0  # the side's CPU between the stop signal after its turn and its last thread stopped
 
 
-def account(turn: int, before_stage: Mark, before_run: Mark, after_run: Mark, after_collect: Mark) -> TurnAccount:
+def account(turn: int, before_run: Mark, after_run: Mark, after_collect: Mark, stopping_ns: int = 0) -> TurnAccount:
     own = lambda a, b: max(0, b.cpu_ns[turn] - a.cpu_ns[turn])  # noqa: E731
-    stolen = tuple(0 if i == turn or before_stage.cpu_ns[i] < 0 or after_collect.cpu_ns[i] < 0
-                   else max(0, after_collect.cpu_ns[i] - before_stage.cpu_ns[i]) for i in range(len(before_stage.cpu_ns)))
-    return TurnAccount(own(before_run, after_run), own(before_stage, before_run) + own(after_run, after_collect),
-                       stolen, max(0, after_run.wait_ns - before_run.wait_ns), after_collect.at_ns - after_run.at_ns)
+    stolen = tuple(0 if i == turn or before_run.cpu_ns[i] < 0 or after_collect.cpu_ns[i] < 0
+                   else max(0, after_collect.cpu_ns[i] - before_run.cpu_ns[i]) for i in range(len(before_run.cpu_ns)))
+    return TurnAccount(own(before_run, after_run), own(after_run, after_collect), stolen,
+                       max(0, after_run.wait_ns - before_run.wait_ns), after_collect.at_ns - after_run.at_ns,
+                       stopping_ns)
 
 
 def can_read(pid: int) -> bool:

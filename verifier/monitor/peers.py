@@ -1,10 +1,10 @@
 """The monitor's conversation with its compute peers, the runner and the reference worker: one window
 of calls at a time, the monitor's clock around it, every answer validated before it is believed.
 
-A window (verifier.sandbox.serve): the inputs are already in the peer's arena (the monitor put them
-there); Stage makes them ready (untimed), Run calls forward on each set (the monitor's
-``perf_counter_ns`` brackets exactly this command and its answer), Collect has the outputs copied into
-the arena (untimed), and the monitor validates the output layouts the peer reports against the arena
+A window (verifier.sandbox.serve): Stage makes a layout of input sets ready (untimed: on the CPU,
+views of the arena, valid for every later window on the same layout), the monitor writes the inputs
+into the peer's arena, Run calls forward on each set (the monitor's ``perf_counter_ns`` brackets
+exactly this command and its answer), Collect has the outputs copied into the arena (untimed), and the monitor validates the output layouts the peer reports against the arena
 and copies the outputs out at once (:func:`read_outputs`). A peer that dies, hangs, floods its channel
 or answers garbage raises :class:`PeerFailure` with one line saying which, never anything else.
 """
@@ -46,7 +46,7 @@ class Answer:
     ns: int  # the monitor's clock around Run: every call of the window
     native_calls: int
     note: str = ""
-    marks: tuple = ()  # the ledger's readings before Stage, before Run, after Run, after Collect
+    marks: tuple = ()  # the ledger's readings before Run, after Run, after Collect
 
 
 def receive(process: Sandboxed, deadline: float, expect: tuple[type, ...], during: str, max_bytes: int = MAX_ANSWER):
@@ -76,25 +76,34 @@ def _failed(answer: msg.CallFailed) -> PeerFailure:
     return PeerFailure("raised", f"forward raised {last}"[:300], answer.error)
 
 
-def window(process: Sandboxed, arena: Arena, sets: list[list], out_start: int, deadline: float, during: str,
-           mark: Callable[[], object] | None = None,
-           clock: Callable[[], ContextManager] = nullcontext) -> Answer:
-    """Forward on each of ``sets`` (inputs already in ``arena``) in one timed window; the outputs, copied.
-    ``mark``: a reading taken before Stage, right before and after the timed Run, and after Collect;
-    ``clock``: entered around the timed Run (the monitor's thread first in line for a CPU meanwhile)."""
-    marks = [mark()] if mark else []
+def window(process: Sandboxed, arena: Arena, sets: list[list], out_start: int, deadline: float, during: str) -> Answer:
+    """Forward on each of ``sets`` (inputs already in ``arena``): staged, then run as one timed window."""
+    stage(process, sets, deadline, during)
+    return run(process, arena, len(sets), out_start, deadline, during)
+
+
+def stage(process: Sandboxed, sets: list[list], deadline: float, during: str) -> None:
+    """The peer makes ``sets`` ready for the next Run (untimed); on the CPU it only builds views of the
+    arena, so the inputs may be written after it, and it stays valid for later windows on the same layout."""
     _expect(process, msg.Stage(sets), deadline, msg.Staged, during)
-    marks += [mark()] if mark else []
+
+
+def run(process: Sandboxed, arena: Arena, calls: int, out_start: int, deadline: float, during: str,
+        mark: Callable[[], object] | None = None, clock: Callable[[], ContextManager] = nullcontext) -> Answer:
+    """One timed window on the staged sets; the outputs, collected and copied. ``mark``: a reading taken
+    right before and after the timed Run and after Collect; ``clock``: entered around the timed Run
+    (the monitor's thread first in line for a CPU meanwhile)."""
+    marks = [mark()] if mark else []
     with clock():
         start = time.perf_counter_ns()
-        ran = _ask(process, msg.Run(len(sets)), deadline, msg.Ran, during)
+        ran = _ask(process, msg.Run(calls), deadline, msg.Ran, during)
         ns = time.perf_counter_ns() - start
     marks += [mark()] if mark else []
     if isinstance(ran, msg.CallFailed):
         raise _failed(ran)
     collected = _expect(process, msg.Collect(out_start), deadline, msg.Collected, during)
     marks += [mark()] if mark else []
-    outputs, dtypes = read_outputs(arena, collected.outputs, out_start, len(sets), during)
+    outputs, dtypes = read_outputs(arena, collected.outputs, out_start, calls, during)
     return Answer(outputs, dtypes, ns, max(0, int(collected.native_calls)), collected.note[:2000], tuple(marks))
 
 

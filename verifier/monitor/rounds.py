@@ -3,16 +3,17 @@ turn while every other side is stopped, and the operating system's account of ea
 
 A round: the reference worker draws the round's input sets (one per call of a window) into its arena
 from the secret seed and is stopped again; the monitor keeps a copy. Then, side after side in an
-order drawn from the secret seed, the monitor writes the inputs into that side's arena (so every
-side's inputs were last written by the monitor, just before its turn: no side starts with them warmer
-in its cache), raises its priority (verifier.monitor.priority), continues it, runs one window
-(verifier.monitor.peers.window: Stage, the timed Run, Collect) and stops it again. Around each turn
-the ledger (verifier.monitor.ledger) reads every side's CPU clock and the run-queue waits.
+order drawn from the secret seed, the monitor raises the side's priority (verifier.monitor.priority),
+writes the inputs into its arena while it is stopped (so every side's inputs were last written by the
+monitor, just before its turn: no side starts with them warmer in its cache, and none can look at
+them before its clock starts), continues it, runs one timed window (verifier.monitor.peers.run: Run,
+then Collect) and stops it again. Around each window the ledger (verifier.monitor.ledger) reads every
+side's CPU clock and the run-queue waits; the stop after it says how much CPU the side went on using.
 
 What makes a round not count (:func:`disturbance`): a side's timed window during which its threads or
-the monitor's waited for a CPU (other work on the machine preempted it), or a stopped side that used
-CPU during another side's turn (work in a system call outlives SIGSTOP). Such a round is played again
-on fresh inputs (verifier.monitor.timing decides how often, and what repeated stealing means).
+the monitor's waited for a CPU (other work on the machine preempted it), or a side that used CPU while
+stopped, or after being told to stop (work in a system call outlives SIGSTOP). Such a round is played
+again on fresh inputs (verifier.monitor.timing decides how often, and what repeated stealing means).
 """
 
 from __future__ import annotations
@@ -23,14 +24,16 @@ from typing import Callable
 
 from verifier.monitor.freeze import hold, release
 from verifier.monitor.ledger import Ledger, TurnAccount, account
-from verifier.monitor.peers import Answer, PeerFailure, window
+from verifier.monitor.peers import Answer, PeerFailure, run, stage
 from verifier.monitor.priority import Boost
 from verifier.monitor.reference import Reference, ReferenceFailed
 from verifier.sandbox.arena import Arena
 from verifier.sandbox.spawn import Sandboxed
 from verifier.sandbox.values import layouts_in
 
-STOLEN_NS = 200_000  # CPU a stopped process may show around a turn (a stop still being delivered)
+STOLEN_NS = 200_000  # CPU a stopped process may show during another side's turn
+STOPPING_NS = 20_000_000  # CPU a process may use between the stop signal and standing still: µs in user space,
+# up to ~5 ms on a machine at load 30 (the thread the signal went to must be scheduled before the others stop)
 PREEMPTED_FLOOR_NS = 200_000  # run-queue wait inside one window that is not yet a disturbance ...
 PREEMPTED_SHARE = 0.02  # ... or this share of the window, whichever is larger
 
@@ -75,6 +78,7 @@ class Rounds:
     def __init__(self, sides: list[Side], drawer: Reference, layout: Layout, boost: Boost, machine_s: float) -> None:
         self.sides, self.drawer, self.layout, self.boost, self.machine_s = sides, drawer, layout, boost, machine_s
         self.ledger = Ledger([side.pid() for side in sides])
+        self.staged: dict[int, list[list]] = {}  # per side, the layout its views were staged for
 
     def hold_all(self) -> None:
         for side in self.sides:
@@ -84,11 +88,11 @@ class Rounds:
         for side in self.sides:
             release(side.pid())
 
-    def play(self, items: list[tuple[int, bool]], order: list[int]) -> list[Turn]:
+    def play(self, items: list[tuple[int, bool]], order: list[int], device: bool = False) -> list[Turn]:
         """One round on the input sets ``items`` (``(index, timing)`` as Draw takes them), the sides in
         ``order``; every side is stopped before and after."""
         specs, data = self.draw(items)
-        return [self.turn(i, specs, data) for i in order]
+        return [self.turn(i, specs, data, device) for i in order]
 
     def draw(self, items: list[tuple[int, bool]]) -> tuple[list[list], bytes]:
         stride, pid = self.layout.in_stride, self.drawer.process.pid()
@@ -105,31 +109,56 @@ class Rounds:
                                       f"{stride} bytes the task's trials needed")
         return specs, bytes(self.drawer.arena.map[:len(items) * stride])
 
-    def turn(self, i: int, specs: list[list], data: bytes) -> Turn:
+    def turn(self, i: int, specs: list[list], data: bytes, device: bool) -> Turn:
+        """Side ``i``'s window on the round's inputs. On the CPU the inputs are written while the side is
+        stopped and it is continued only to run: no moment to look at them before its clock starts (its
+        views of the arena are staged once per layout). A device copies them in Stage, before each window."""
         side, pid = self.sides[i], self.sides[i].pid()
-        side.arena.map[:len(data)] = data
+        deadline, during = time.monotonic() + side.deadline_s, f"{side.name}'s timing"
         self.boost.raise_(pid)
-        release(pid)
-        began = time.monotonic_ns()
         try:
-            answer = window(side.process, side.arena, specs, self.layout.out_start,
-                            time.monotonic() + side.deadline_s, f"{side.name}'s timing", lambda: self.ledger.mark(i),
-                            self.boost.clock)
-        except PeerFailure as failure:
-            if side.trusted:
-                raise ReferenceFailed(f"{side.name} worker failed: {failure.reason}") from None
-            raise
+            if not device and self.staged.get(i) != specs:
+                release(pid)
+                self._stage(side, specs, deadline, during)
+                hold(pid)
+            side.arena.map[:len(data)] = data
+            release(pid)
+            if device:
+                self._stage(side, specs, deadline, during)
+            began = time.monotonic_ns()
+            answer = self._run(side, len(specs), deadline, during, lambda: self.ledger.mark(i))
         finally:
-            hold(pid)
+            stopping = hold(pid)
             self.boost.lower(pid)
         side.after(answer, began)
-        return Turn(i, answer, account(i, *answer.marks))
+        return Turn(i, answer, account(i, *answer.marks, stopping))
+
+    def _stage(self, side: Side, specs: list[list], deadline: float, during: str) -> None:
+        try:
+            stage(side.process, specs, deadline, during)
+        except PeerFailure as failure:
+            raise _machine(side, failure) if side.trusted else failure from None
+        self.staged[self.sides.index(side)] = specs
+
+    def _run(self, side: Side, calls: int, deadline: float, during: str, mark) -> Answer:
+        try:
+            return run(side.process, side.arena, calls, self.layout.out_start, deadline, during, mark, self.boost.clock)
+        except PeerFailure as failure:
+            raise _machine(side, failure) if side.trusted else failure from None
+
+
+def _machine(side: Side, failure: PeerFailure) -> ReferenceFailed:
+    return ReferenceFailed(f"{side.name} worker failed: {failure.reason}")
 
 
 def disturbance(turns: list[Turn], sides: list[Side]) -> tuple[str, str]:
     """("", "") for a round that counts; else (what disturbed it, "steal" when a candidate's process
     used CPU while stopped, "machine" otherwise)."""
     for turn in turns:
+        if turn.account.stopping_ns > STOPPING_NS:
+            kind = "machine" if sides[turn.side].trusted else "steal"
+            return (f"{sides[turn.side].name} went on using {turn.account.stopping_ns / 1e6:.2f} ms of CPU after it "
+                    "was stopped", kind)
         for j, stolen in enumerate(turn.account.stolen_ns):
             if stolen > STOLEN_NS:
                 kind = "machine" if sides[j].trusted else "steal"

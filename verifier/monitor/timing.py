@@ -19,8 +19,9 @@ Every output of every window, warm-up included, is checked against the reference
 same inputs: a random sample of elements for most calls, every element for the audited calls (two
 carry the plan's audit inputs, a fresh draw and a near-duplicate of it, checked against the reference
 worker's outputs for those trials too) and two more drawn from the secret seed. The runner cannot
-tell a checked call from any other. Afterwards: the CPU the candidate's process used outside its
-windows against the reference's, the threads it left, and the post-timing trials.
+tell a checked call from any other. Afterwards: how long collecting the candidate's outputs took
+against the reference's (work left running after forward returned), the threads it left, and the
+post-timing trials.
 """
 
 from __future__ import annotations
@@ -48,8 +49,6 @@ from verifier.roofline import MachinePeaks, Workload
 from verifier.seeds import derive_seed
 
 STEAL_LIMIT = 2  # rounds in which the candidate's process used CPU while stopped, before it is refused
-OUTSIDE_FLOOR_NS = 2_000_000  # extra CPU per window outside the timed window that is never suspicious ...
-OUTSIDE_SHARE = 0.25  # ... nor is this share of the candidate's CPU inside it
 LATE_WORK_NS = 1_000_000
 MIN_TRUSTED_ROUNDS = 5
 
@@ -93,27 +92,27 @@ def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan
         first.hold_all()
         try:
             counter = _Counter()
-            calibration = first.play([(counter.next(), True)], list(range(len(sides))))
+            calibration = first.play([(counter.next(), True)], list(range(len(sides))), device)
             check_round(calibration, sides, tol, None, -1, np.random.default_rng(derive_seed(seed, "warm")))
             calls = 1 if device else window_size.calls_per_window(calibration, timing.window_ms, timing.max_calls,
                                                                   drawer)
             layout = window_size.resize(sides, calls, drawer, owned)
             rounds = Rounds(sides, drawer, layout, boost, machine_s)
-            counted, disturbed, reasons = _play(rounds, sides, drawer, plan, timing, tol, seed, counter)
+            counted, disturbed, reasons = _play(rounds, sides, drawer, plan, timing, tol, seed, counter, device)
         finally:
             first.release_all()
         priority = "raised" if boost.granted else boost.reason
-    _outside_work(counted or disturbed, sides)
+    _late_work(counted or disturbed, sides)
     return _measurement(counted, disturbed, sides, calls, reasons, priority, timing)
 
 
 def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan, tol: Tolerance,
-          seed: int, counter: "_Counter") -> tuple[list[list[Turn]], list[list[Turn]], list[str]]:
+          seed: int, counter: "_Counter", device: bool) -> tuple[list[list[Turn]], list[list[Turn]], list[str]]:
     checks = CheckPlan.draw(plan, timing.rounds, rounds.layout.calls, seed, drawer)
     order = random.Random(derive_seed(seed, "order"))
     sample = np.random.default_rng(derive_seed(seed, "sample"))
     for _ in range(timing.warmup_rounds):
-        turns = rounds.play(_items(counter, rounds.layout.calls), _order(order, len(sides)))
+        turns = rounds.play(_items(counter, rounds.layout.calls), _order(order, len(sides)), device)
         check_round(turns, sides, tol, None, -1, sample)
     counted: list[list[Turn]] = []
     disturbed: list[list[Turn]] = []
@@ -121,7 +120,7 @@ def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timi
     steals = 0
     while len(counted) < timing.rounds and len(counted) + len(disturbed) < timing.rounds + timing.retimes:
         r = len(counted)
-        turns = rounds.play(checks.items(r, counter.take(rounds.layout.calls)), _order(order, len(sides)))
+        turns = rounds.play(checks.items(r, counter.take(rounds.layout.calls)), _order(order, len(sides)), device)
         check_round(turns, sides, tol, checks, r, sample)
         why, kind = disturbance(turns, sides)
         if kind == "steal":
@@ -137,32 +136,21 @@ def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timi
     return counted, disturbed, reasons
 
 
-def _outside_work(counted: list[list[Turn]], sides: list[Side]) -> None:
-    """The candidate's CPU outside its timed windows (staging, collecting) against the reference's, and
-    the time its Collect took: work moved out of the window (done before it, or left running after)."""
+def _late_work(counted: list[list[Turn]], sides: list[Side]) -> None:
+    """The time a candidate's Collect took against the reference's: work left running after forward
+    returned makes every collect of its outputs slow."""
     if not counted:
         return
-    by_side = {t.side: [] for t in counted[0]}
+    collect = {t.side: [] for t in counted[0]}
     for turns in counted:
         for t in turns:
-            by_side[t.side].append(t)
-    ref = by_side[0]
-    ref_outside = statistics.median(t.account.outside_cpu_ns for t in ref)
-    ref_collect = statistics.median(t.account.collect_ns for t in ref)
-    for i, turns in by_side.items():
-        if sides[i].trusted:
-            continue
-        outside = statistics.median(t.account.outside_cpu_ns for t in turns)
-        inside = statistics.median(t.account.window_cpu_ns for t in turns)
-        if outside - ref_outside > max(OUTSIDE_FLOOR_NS, OUTSIDE_SHARE * inside):
-            raise IntegrityProblem(
-                f"the candidate's process used {outside / 1e6:.2f} ms of CPU per window outside its timed calls "
-                f"(staging inputs, collecting outputs), the reference's {ref_outside / 1e6:.2f} ms, against "
-                f"{inside / 1e6:.2f} ms inside: work done outside the timed window")
-        collect = statistics.median(t.account.collect_ns for t in turns)
-        if collect > 3 * ref_collect + LATE_WORK_NS:
-            raise IntegrityProblem(f"collecting the outputs took {collect / 1e6:.2f} ms (median), the reference's "
-                                   f"{ref_collect / 1e6:.2f} ms: work continued after forward returned")
+            collect[t.side].append(t.account.collect_ns)
+    ref = statistics.median(collect[0])
+    for i, times in collect.items():
+        cand = statistics.median(times)
+        if not sides[i].trusted and cand > 3 * ref + LATE_WORK_NS:
+            raise IntegrityProblem(f"collecting the outputs took {cand / 1e6:.2f} ms (median), the reference's "
+                                   f"{ref / 1e6:.2f} ms: work continued after forward returned")
 
 
 def _measurement(counted: list[list[Turn]], disturbed: list[list[Turn]], sides: list[Side], calls: int,

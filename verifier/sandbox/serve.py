@@ -4,9 +4,11 @@ the monitor's clock sees the same protocol cost on each.
 
 Every call, checked or timed, goes through one window of three commands:
 
-- Stage (untimed): the window's input sets made ready. On the CPU they stay where the monitor wrote
-  them (tensors viewing the arena: building those views is not the kernel's work); on a device they
-  are copied to it and its cache is flushed; everything synchronized.
+- Stage (untimed): the window's input sets made ready. On the CPU they stay where the monitor writes
+  them (tensors viewing the arena: building those views is not the kernel's work), and the views serve
+  every later window on the same layout, the monitor writing new inputs into the arena each time (while
+  this process is stopped); on a device they are copied to it and its cache is flushed, for one window;
+  everything synchronized.
 - Run (the only command the monitor's clock brackets): forward on every staged set, back to back as a
   user's loop calls it, synchronized at the end. The outputs are kept as forward returned them:
   nothing is copied and nothing is checked inside the window.
@@ -99,7 +101,9 @@ class CallServer:
         staged, model = self.staged, self.model
         if count != len(staged):
             raise ValueError(f"run {count} calls on {len(staged)} staged input sets")
-        self.staged, before = [], self.calls()
+        if self.device != "cpu" or self.flush is not None:
+            self.staged = []  # a device's copies (and a flushed cache) serve one window
+        before = self.calls()
         with torch.no_grad():
             results = [model(*inputs) for inputs in staged]
         self.synchronize()
