@@ -80,18 +80,18 @@ def test_timeout_and_end_of_stream_are_told_apart(pair):
 
 def test_messages_parse_strictly(pair):
     ours, theirs = pair
-    msg.send(theirs, msg.Done([{"t": "int", "v": 1}], 3, "note"))
-    done, _ = msg.receive(ours, _soon(), 1 << 20, (msg.Done,))
-    assert done == msg.Done([{"t": "int", "v": 1}], 3, "note")
-    theirs.send({"kind": "done", "outputs": "not a list", "native_calls": 1})
-    with pytest.raises(ChannelError, match="malformed done"):
+    msg.send(theirs, msg.Collected([[{"t": "int", "v": 1}]], 3, "note"))
+    done, _ = msg.receive(ours, _soon(), 1 << 20, (msg.Collected,))
+    assert done == msg.Collected([[{"t": "int", "v": 1}]], 3, "note")
+    theirs.send({"kind": "collected", "outputs": "not a list", "native_calls": 1})
+    with pytest.raises(ChannelError, match="malformed collected"):
         msg.receive(ours, _soon(), 1 << 20)
     theirs.send({"kind": "verdict", "passed": True})
     with pytest.raises(ChannelError, match="unexpected message kind"):
         msg.receive(ours, _soon(), 1 << 20)
     msg.send(theirs, msg.Ran())
     with pytest.raises(ChannelError, match="unexpected ran"):
-        msg.receive(ours, _soon(), 1 << 20, (msg.Done,))
+        msg.receive(ours, _soon(), 1 << 20, (msg.Collected,))
     theirs.send({"kind": "ran"}, [np.zeros(1)])
     with pytest.raises(ChannelError, match="unexpected arrays"):
         msg.receive(ours, _soon(), 1 << 20)

@@ -101,7 +101,8 @@ def run(process: Sandboxed, arena: Arena, calls: int, out_start: int, deadline: 
     marks += [mark()] if mark else []
     if isinstance(ran, msg.CallFailed):
         raise _failed(ran)
-    collected = _expect(process, msg.Collect(out_start), deadline, msg.Collected, during)
+    with clock():  # its time says whether work went on after Ran: the monitor's wake-up must not blur it
+        collected = _expect(process, msg.Collect(out_start), deadline, msg.Collected, during)
     marks += [mark()] if mark else []
     outputs, dtypes = read_outputs(arena, collected.outputs, out_start, calls, during)
     return Answer(outputs, dtypes, ns, max(0, int(collected.native_calls)), collected.note[:2000], tuple(marks))

@@ -119,7 +119,7 @@ def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timi
     reasons: list[str] = []
     steals = 0
     while len(counted) < timing.rounds and len(counted) + len(disturbed) < timing.rounds + timing.retimes:
-        r = len(counted)
+        r = len(counted) + len(disturbed)  # the checks are placed in the first ``rounds`` played: all of them play
         turns = rounds.play(checks.items(r, counter.take(rounds.layout.calls)), _order(order, len(sides)), device)
         check_round(turns, sides, tol, checks, r, sample)
         why, kind = disturbance(turns, sides)
