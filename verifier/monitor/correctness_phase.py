@@ -20,6 +20,7 @@ import numpy as np
 from verifier.gates.correctness import Tolerance, check_trials
 from verifier.gates.trial_data import TrialOutputs
 from verifier.monitor.freeze import stopped
+from verifier.monitor.outside import OutsideWatch
 from verifier.monitor.peers import PeerFailure, call
 from verifier.monitor.reference import Reference, ReferenceFailed
 from verifier.monitor.watch import Watch, inputs_changed
@@ -50,6 +51,7 @@ class Peers:
     note: str = ""  # the runner's latest runtime note (the interpreter's autotune configs)
     spent_ns: int = 0  # the candidate's calls so far in this phase
     seen: tuple[list, bytes] | None = None  # the last staged inputs (spec, bytes): both sides have run them
+    outside: OutsideWatch | None = None  # the runner's CPU samples, read from the OS (None: perf unavailable)
 
     def place(self, inputs: tuple[list, bytes], cand_first: bool) -> list:
         """Inputs staged earlier, written again by the monitor into both arenas, the arena of the side
@@ -75,14 +77,18 @@ class Peers:
         """The candidate on ``spec``; ``other_stopped``: with the reference worker stopped throughout (a
         timed call: each side is timed while the other is stopped, verifier.monitor.freeze)."""
         began = time.monotonic_ns()
-        with stopped(self.reference.process.pid()) if other_stopped else nullcontext():
-            answer = call(self.runner, self.runner_arena, spec, self.out_start, time.monotonic() + self.call_s,
-                          during, self.staged)
+        observed = self.outside is not None and not other_stopped  # timed calls: the latency phase's windows
+        with self.outside.watching() if observed else nullcontext() as window:
+            with stopped(self.reference.process.pid()) if other_stopped else nullcontext():
+                answer = call(self.runner, self.runner_arena, spec, self.out_start, time.monotonic() + self.call_s,
+                              during, self.staged)
         self.spent_ns += time.monotonic_ns() - began
         if self.spent_ns > self.budget_s * 1e9:
             raise PeerFailure("timeout", f"the candidate's calls took more than {self.budget_s:.0f} s in all during "
                                          f"{during} (far too slow?)")
         problem = self.watch.after_call(answer.native_calls)
+        if not problem and observed:
+            problem = self.outside.after_call(window.samples, during)
         if problem:
             raise IntegrityProblem(problem)
         self.note = answer.note or self.note
@@ -139,7 +145,7 @@ def correctness(peers: Peers, plan: list, tol: Tolerance, start: float) -> tuple
     outputs: list[TrialOutputs] = []
     for trial in [t for t in plan if t.kind in ("check", "perturb")]:
         outputs += run_trial(peers, trial, repeat=trial.index == 0)
-    problem = peers.watch.thread_problem("correctness")
+    problem = peers.watch.thread_problem("correctness") or (peers.outside.overall_problem() if peers.outside else "")
     if problem:
         raise IntegrityProblem(problem)
     checks = check_trials(outputs, peers.reference.outputs, tol)
