@@ -211,6 +211,7 @@ def test_mapped_objects_are_sorted_by_whose_code_they_are(tmp_path):
     assert kind_of(TORCH_CPU, libs) == TORCH
     assert kind_of(TORCH_CPU.replace("libtorch_cpu.so", "libc10.so"), libs) == RUNTIME
     assert kind_of("/usr/lib/x86_64-linux-gnu/libc.so.6", libs) == RUNTIME
+    assert kind_of("/usr/lib/x86_64-linux-gnu/libm.so.6", libs) == OWN  # a kernel's elementwise math
     assert kind_of("/usr/lib/x86_64-linux-gnu/libopenblas.so.0", libs) == FOREIGN  # another BLAS
     assert kind_of("", libs) == FOREIGN and kind_of("/memfd:jit (deleted)", libs) == FOREIGN
     assert kind_of(str(tmp_path / "work" / "copy_of_torch.so"), libs) == FOREIGN

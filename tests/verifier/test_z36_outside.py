@@ -84,7 +84,7 @@ def _control(case: OutsideCase, work: Path) -> dict:
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=[pytest.mark.slow] if c.torch_extension else [])
-                                  for c in CASES if c.z36 in ("1", "2", "3", "6")])
+                                  for c in CASES if c.z36 in ("1", "2", "3", "6", "new")])
 def test_each_case_acts_when_nothing_confines_it(case: OutsideCase, tmp_path):
     result = _control(case, tmp_path)
     assert result["acted"], f"{case.name} did nothing even unconfined: {result}"

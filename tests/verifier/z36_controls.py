@@ -2,7 +2,7 @@
 process with nothing confining it: ``python z36_controls.py CASE WORKDIR`` prints one JSON line saying
 what the case did. A case that is rejected by the verifier is then shown to act, not to be broken.
 
-- class 1: forward's output equals the task's reference (the call into torch's compute, found by hash,
+- class 1 (and the cases beyond the issue's classes): forward's output equals the task's reference (the call into torch's compute, found by hash,
   did the work: the candidate's own code does no arithmetic);
 - class 2: the same, with the native ATen observer loaded and armed as in the runner, and its page shows
   no forbidden operator afterwards (the observer was blinded), where a plain ``torch.relu`` is counted;
@@ -132,7 +132,8 @@ def threads_during_a_call(case, work: Path) -> dict:
     return {"acted": most[0] > before + THREADS, "threads_before": before, "most_during_calls": most[0]}
 
 
-CONTROLS = {"1": computes, "2": blinds_the_observer, "3": busy_while_stopped, "6": threads_during_a_call}
+CONTROLS = {"1": computes, "2": blinds_the_observer, "3": busy_while_stopped, "6": threads_during_a_call,
+            "new": computes}
 
 
 def main(argv: list[str]) -> int:

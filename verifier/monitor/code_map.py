@@ -4,9 +4,10 @@ read by the monitor from ``/proc/<pid>/maps`` (the kernel's list; the runner can
 Every executable mapping gets one of four kinds:
 
 - ``own``: a library the monitor built from the candidate's recorded loader call and placed in the
-  runner's ``libs`` directory, and SLEEF, the vector math library candidates may link;
+  runner's ``libs`` directory, and the system's math libraries a kernel calls for its elementwise math
+  (libm, libmvec, SLEEF);
 - ``runtime``: what any forward runs on: the kernel (system calls, page faults), the vDSO, the Python
-  interpreter and its extension modules, the C and C++ runtimes and libm, the OpenMP runtime, and
+  interpreter and its extension modules, the C and C++ runtimes, the OpenMP runtime, and
   torch's bindings and allocator (``libtorch_python``, ``libc10``, ``torch/_C``);
 - ``torch``: ``libtorch_cpu`` and the other libraries in torch's ``lib`` directory; whether a sample
   there is torch's compute or its glue is the function's to say (verifier.monitor.torch_glue);
@@ -27,9 +28,9 @@ import numpy as np
 
 OWN, RUNTIME, TORCH, FOREIGN = "own", "runtime", "torch", "foreign"
 KERNEL = "[kernel]"
-_RUNTIME_LIBS = re.compile(r"^(libc|libm|libmvec|libstdc\+\+|libgcc_s|ld-linux-x86-64|libpthread|libdl|librt|libutil|"
+_RUNTIME_LIBS = re.compile(r"^(libc|libstdc\+\+|libgcc_s|ld-linux-x86-64|libpthread|libdl|librt|libutil|"
                            r"libgomp|libz|libffi|libexpat|libbz2|liblzma|libuuid|libcrypt|libnsl)([-.].*)?\.so(\.[\d.]+)?$")
-_OWN_LIBS = re.compile(r"^libsleef(gnuabi)?\.so(\.[\d.]+)?$")
+_OWN_LIBS = re.compile(r"^(libsleef(gnuabi)?|libm|libmvec)\.so(\.[\d.]+)?$")
 _TORCH_RUNTIME = re.compile(r"^(libtorch_python|libc10|libshm|libtorch_global_deps|libtorch|_C\.cpython.*)\.so$")
 _LINE = re.compile(r"^([0-9a-f]+)-([0-9a-f]+) (\S{4}) ([0-9a-f]+) \S+ \d+\s*(.*)$")
 

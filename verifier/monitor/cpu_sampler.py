@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -51,9 +51,6 @@ class CallSamples:
     period_ns: int
     cost_ns: int  # the sampler's own time for this block (reading /proc, draining and attributing)
 
-    def share(self, count: int) -> float:
-        return count / self.samples if self.samples else 0.0
-
 
 @dataclass
 class Window:
@@ -62,18 +59,13 @@ class Window:
     samples: CallSamples | None = None
 
 
-@dataclass
-class _Threads:
-    alive: set[int] = field(default_factory=set)
-
-
 class CpuSampler:
     def __init__(self, pid: int, libs: str, period_ns: int = PERIOD_NS, runtime: tuple[str, ...] = ()) -> None:
         """``libs``: the directory of the libraries the monitor built for the candidate; ``runtime``: more files
         whose code is the verifier's own (the runner's native observer)."""
         self.pid, self.period_ns = pid, period_ns
         self.code = CodeMap(pid, libs, runtime)
-        self.threads = _Threads()
+        self.alive: set[int] = set()  # the process's threads, as the kernel's records of creation and exit say
         self.rings = self._open()
 
     def _open(self) -> perf_events.Rings:
@@ -83,7 +75,7 @@ class CpuSampler:
             if not tids:
                 raise perf_events.PerfUnavailable(0, f"process {self.pid} has no threads to watch")
             rings = perf_events.Rings.open(sorted(tids), cpus, self.period_ns)
-        self.threads.alive = set(tids)
+        self.alive = set(tids)
         return rings
 
     @contextmanager
@@ -139,7 +131,7 @@ class CpuSampler:
         """The most threads alive at once within [start, end], and every thread alive in it, from the
         kernel's records of thread creation and exit in time order (the running set carries over)."""
         events = sorted([(t, 1, tid) for t, tid in records.forks] + [(t, -1, tid) for t, tid in records.exits])
-        alive = self.threads.alive
+        alive = self.alive
         ids: set[int] | None = None
         most = 0
         for when, change, tid in events:
