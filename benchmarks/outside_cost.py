@@ -1,9 +1,11 @@
 """What observing the runner from outside costs (verifier.monitor.cpu_sampler, outside; issue 36).
 
 1. **The watched process's slowdown**: a child calls a fixed native workload (about ``--work-ms`` of
-   arithmetic in a library of its own) in a loop and times every call itself; the monitor's sampler is
-   attached and detached in alternating windows, at each sampling period. The slowdown is the median call
-   inside the sampled windows over the median call outside them (windows alternate, so load drift cancels).
+   arithmetic in a library of its own) in a loop and times every call itself, in wall time and in its
+   thread's CPU time; the monitor's sampler is attached and detached in alternating windows, at each
+   sampling period. The slowdown is the median call inside the sampled windows over the median call outside
+   them (windows alternate, so load drift cancels; on a loaded machine the wall time also holds the
+   preemptions each sampling interrupt gives the scheduler a chance to make, the CPU time does not).
 2. **The monitor's cost**: per watched call (reading the threads' CPU time, draining the rings, attributing
    the samples: ``CallSamples.cost_ns``), opening the sampler on a runner (stopping it, one event per thread
    and CPU), and reading libtorch_cpu.so's symbol table (once per process).
@@ -41,9 +43,9 @@ n, calls, stop = int(sys.argv[2]), [], threading.Event()
 threading.Thread(target=lambda: (sys.stdin.readline(), stop.set()), daemon=True).start()
 print("ready", flush=True)
 while not stop.is_set():
-    began = time.monotonic_ns()
+    began, cpu = time.monotonic_ns(), time.thread_time_ns()
     lib.work(n)
-    calls.append((began, time.monotonic_ns() - began))
+    calls.append((began, time.monotonic_ns() - began, time.thread_time_ns() - cpu))
 print(json.dumps(calls), flush=True)
 """
 
@@ -88,15 +90,17 @@ def slowdown(period_us: int, windows: int, window_s: float, lib: Path, n: int) -
     child.stdin.flush()
     calls = json.loads(child.stdout.readline())
     child.wait()
-    inside = {True: [], False: []}
-    for began, ns in calls:
+    wall, cpu = {True: [], False: []}, {True: [], False: []}
+    for began, ns, cpu_ns in calls:
         for a, b, on in spans:
             if a <= began and began + ns <= b:
-                inside[on].append(ns)
-    on, off = statistics.median(inside[True]), statistics.median(inside[False])
-    return {"period_us": period_us, "calls_on": len(inside[True]), "calls_off": len(inside[False]),
-            "median_ms_on": on / 1e6, "median_ms_off": off / 1e6, "slowdown_pct": 100 * (on / off - 1),
-            "monitor_us_per_sample": statistics.median(costs) / 1e3}
+                wall[on].append(ns)
+                cpu[on].append(cpu_ns)
+    wall_on, wall_off = statistics.median(wall[True]), statistics.median(wall[False])
+    cpu_on, cpu_off = statistics.median(cpu[True]), statistics.median(cpu[False])
+    return {"period_us": period_us, "calls_on": len(wall[True]), "calls_off": len(wall[False]),
+            "median_ms_off": wall_off / 1e6, "wall_slowdown_pct": 100 * (wall_on / wall_off - 1),
+            "cpu_slowdown_pct": 100 * (cpu_on / cpu_off - 1), "monitor_us_per_sample": statistics.median(costs) / 1e3}
 
 
 def open_and_table_costs(lib: Path) -> dict:

@@ -447,7 +447,7 @@ CASES = (
     OutsideCase("import_error_reads_unavailable", "5", "relu", IMPORT_ERROR_SPOOF, "compile",
                 "ModelNew failed to import: RuntimeError: correctness unavailable here"),
     OutsideCase("nested_parallel_beyond_budget", "6", "relu_large", NESTED_PARALLEL, "hack",
-                "threads existed at once during a call"),
+                "OS threads existed at once during a call"),
     OutsideCase("sampler_switched_off_before_blas", "new", "matmul_large", SAMPLER_SWITCHED_OFF, "hack",
                 "torch computed in forward, observed from outside"),
     OutsideCase("blas_on_an_openmp_worker", "new", "matmul_large", BLAS_ON_A_WORKER, "hack",

@@ -119,6 +119,10 @@ class Backend(ABC):
     static_imports: ClassVar[frozenset[str]] = frozenset()  # kernel-language modules the hack gate allows
     requires_native: ClassVar[bool] = False  # a candidate must build native code (cpu: "no native code")
     must_launch: ClassVar[bool] = True  # every forward must call its native code or launch a kernel
+    # the kernel runs as native code on this CPU, so where forward's CPU time went decides whether torch computed
+    # (verifier.monitor.outside); False where an interpreter runs it here (its numpy is the kernel's work) or a
+    # device does (the CPU sees only launches)
+    cpu_kernels: ClassVar[bool] = False
 
     @abstractmethod
     def availability(self) -> Availability:

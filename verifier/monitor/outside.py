@@ -26,10 +26,10 @@ from verifier.monitor.cpu_sampler import CallSamples, CpuSampler
 from verifier.monitor.torch_glue import short_name
 
 COMPUTE_SHARE = 0.25  # torch's compute and foreign code against the candidate's own code: torch computed
-MIN_COMPUTE_SAMPLES = 20  # fewer compute samples than this decide nothing (0.4 ms of CPU at 20 us)
-MIN_CALL_SAMPLES = 50  # one call is judged alone from this many compute samples (the phase judges the rest)
+MIN_COMPUTE_SAMPLES = 20  # fewer compute samples than this decide nothing (2 ms of CPU at 100 us)
+MIN_CALL_SAMPLES = 50  # one call is judged alone from this many compute samples (every call so far judges the rest)
 SAMPLING_FLOOR = 0.3  # samples below this share of what the CPU time implies: sampling was switched off
-MIN_EXPECTED = 100  # samples the CPU time must imply before the floor is judged
+MIN_EXPECTED = 50  # samples the CPU time must imply before the floor is judged (5 ms of CPU at 100 us)
 
 
 @dataclass
@@ -55,8 +55,10 @@ class Totals:
 class OutsideWatch:
     """The runner's sampler and the decisions on what it saw, for one verification."""
 
-    def __init__(self, sampler: CpuSampler, threads_before: int, thread_budget: int) -> None:
-        self.sampler = sampler
+    def __init__(self, sampler: CpuSampler, threads_before: int, thread_budget: int, judge_compute: bool = True) -> None:
+        """``judge_compute``: the backend's kernels run natively on this CPU (Backend.cpu_kernels); elsewhere
+        only the threads and the sampling itself are judged."""
+        self.sampler, self.judge_compute = sampler, judge_compute
         self.allowed_threads = threads_before + thread_budget
         self.totals = Totals()
 
@@ -66,19 +68,21 @@ class OutsideWatch:
     def after_call(self, samples: CallSamples, during: str) -> str:
         """"" or the one-line problem of one observed call."""
         self.totals.add(samples)
-        compute = samples.torch_compute + samples.foreign
-        return ((compute_problem(compute, samples.own, samples.samples, samples.compute_functions,
-                                 f"one call ({during})") if compute >= MIN_CALL_SAMPLES else "")
-                or self.overall_problem() or self.thread_problem(samples) or sampling_problem(samples))
+        compute, problem = samples.torch_compute + samples.foreign, ""
+        if self.judge_compute and compute >= MIN_CALL_SAMPLES:
+            problem = compute_problem(compute, samples.own, samples.samples, samples.compute_functions, f"one call ({during})")
+        return problem or self.overall_problem() or self.thread_problem(samples) or sampling_problem(samples)
 
     def overall_problem(self) -> str:
         """"" or the problem over every observed call so far."""
         t = self.totals
+        if not self.judge_compute:
+            return ""
         return compute_problem(t.compute, t.own, t.samples, tuple(t.functions.most_common(8)), f"{t.calls} calls")
 
     def thread_problem(self, samples: CallSamples) -> str:
         if samples.threads > self.allowed_threads:
-            return (f"{samples.threads} threads existed at once during a call, at most {self.allowed_threads} "
+            return (f"{samples.threads} OS threads existed at once during a call, at most {self.allowed_threads} "
                     f"allowed (the runner's threads before the candidate's code plus the thread budget)")
         return ""
 
@@ -95,7 +99,8 @@ def compute_problem(compute: int, own: int, samples: int, functions: tuple, what
     for label, n in functions:
         counts[label.split(":", 1)[0]] += n
     top = counts.most_common(1)[0][0] if counts else "?"
-    detail = ", ".join(dict.fromkeys(short_name(label.split(":", 1)[1]) for label, _ in functions[:4] if ":" in label))
+    detail = ", ".join(list(dict.fromkeys(short_name(label.split(":", 1)[1]) for label, _ in functions
+                                          if label.startswith(f"{top}:")))[:3])
     return (f"torch computed in forward, observed from outside: {100 * compute / (compute + own):.0f}% of the compute "
             f"samples over {what} ({compute} of {compute + own}; {samples} in all) were in torch's compute or in code "
             f"no build produced, most in {top}" + (f" ({detail})" if detail else "")

@@ -20,6 +20,7 @@ when the caller asks (:meth:`Rings.drain`). Records come back parsed (:class:`Re
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import mmap
 import os
 import select
@@ -35,6 +36,7 @@ SAMPLE_IP, SAMPLE_TID, SAMPLE_TIME = 1, 2, 4
 INHERIT, TASK, WATERMARK, USE_CLOCKID, INHERIT_THREAD = 1 << 1, 1 << 13, 1 << 14, 1 << 25, 1 << 35
 FLAG_FD_CLOEXEC = 8
 CLOCK_MONOTONIC = 1
+IOC_PERIOD = 0x40082404  # _IOW('$', 4, __u64)
 ATTR_SIZE = 128  # PERF_ATTR_SIZE_VER7
 RECORD_LOST, RECORD_EXIT, RECORD_FORK, RECORD_SAMPLE = 2, 4, 7, 9
 CPUMODE_MASK, CPUMODE_KERNEL = 7, 1
@@ -204,6 +206,11 @@ class Rings:
         for chunk in pending:
             parse(chunk, records)
         return records
+
+    def set_period(self, period_ns: int) -> None:
+        value = struct.pack("<Q", period_ns)
+        for ring in self.rings:
+            fcntl.ioctl(ring.fd, IOC_PERIOD, value)
 
     def close(self) -> None:
         os.write(self._wake_w, b"x")

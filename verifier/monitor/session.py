@@ -32,7 +32,7 @@ from verifier.monitor.peers import PeerFailure
 from verifier.monitor.pool import POOL
 from verifier.monitor.reference import Reference, ReferenceFailed
 from verifier.monitor.sites import RunnerSite, RunnerSpec
-from verifier.monitor.cpu_sampler import CpuSampler
+from verifier.monitor.cpu_sampler import PERIOD_NS, SPARSE_PERIOD_NS, CpuSampler
 from verifier.monitor.outside import OutsideWatch
 from verifier.monitor.perf_events import PerfUnavailable
 from verifier.monitor.watch import Watch, os_threads
@@ -211,8 +211,9 @@ class Session:
         with a warning, where the kernel will not open it."""
         try:
             observer = (str(Path(self.observer).resolve()),) if self.observer else ()
-            return OutsideWatch(CpuSampler(pid, str(self.runner.libs), runtime=observer), self.threads_before,
-                                self.settings.threads)
+            judge = self.c.backend.cpu_kernels  # elsewhere the samples judge threads and sampling, sparsely
+            sampler = CpuSampler(pid, str(self.runner.libs), PERIOD_NS if judge else SPARSE_PERIOD_NS, observer)
+            return OutsideWatch(sampler, self.threads_before, self.settings.threads, judge)
         except PerfUnavailable as exc:
             self.warnings += (f"outside observation unavailable ({exc.strerror or exc}): whether forward computes "
                               "with torch rests on the in-process observer alone",)

@@ -59,7 +59,7 @@ as_strided_tensorimpl as_strided_ view expand reshape alias fill_ zero_ _to_copy
 transpose permute unsqueeze squeeze split chunk unbind cat_out_cpu cat stack constant_pad_nd _cat_out_cpu
 structured_cat_out_cpu check_cat_no_zero_dim _reshape_alias _unsafe_view view_dtype detach lift_fresh
 from_blob is_contiguous sizes strides numel item _local_scalar_dense copy_same_type_transpose_ set_ _empty_affine_quantized
-checkInBoundsForStorage checkAsStridedArgs inferSqueezeGeometry inferUnsqueezeGeometry alias_with_sizes_and_strides
+checkInBoundsForStorage checkSetStorage checkAsStridedArgs inferSqueezeGeometry inferUnsqueezeGeometry alias_with_sizes_and_strides
 compute_cpu_capability get_cpu_capability TORCH_PRECOMPUTE_META_FUNC empty_generic empty_strided_generic resize_impl_cpu_ _resize_output
 """.split())
 # templates that run an operator's loop body: a name holding one (or a lambda) is the body of some operator
