@@ -133,7 +133,7 @@ def test_the_samples_agree_with_the_cpu_time_the_kernel_counts(tmp_path):
 
 def _call(**counts) -> CallSamples:
     base = dict(samples=0, by_kind=(), by_object=(), own=0, torch_compute=0, foreign=0, compute_functions=(),
-                threads=1, thread_ids=frozenset(), cpu_ns=0, lost=0, between=0, period_ns=100_000, cost_ns=0)
+                threads=1, thread_ids=frozenset(), cpu_ns=0, lost=0, period_ns=100_000, cost_ns=0)
     return CallSamples(**{**base, **counts})
 
 

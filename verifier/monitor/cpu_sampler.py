@@ -51,7 +51,6 @@ class CallSamples:
     thread_ids: frozenset[int]  # every thread alive at some point of the block
     cpu_ns: int  # CPU time of the process's threads during the block (schedstat)
     lost: int  # samples the kernel dropped (its ring was full)
-    between: int  # samples that fell outside the block since the last one (the process ran between calls)
     period_ns: int
     cost_ns: int  # the sampler's own time for this block (reading /proc, draining and attributing)
 
@@ -84,14 +83,19 @@ class CpuSampler:
 
     @contextmanager
     def watching(self) -> Iterator[Window]:
+        """Samples only inside the block: outside it the events are off, so a call not watched (a timed one)
+        pays nothing for them."""
         window = Window()
         began = time.perf_counter_ns()
-        before = cpu_ns(self.pid)
+        self.alive = task_ids(self.pid) or self.alive  # who is alive now (creations and exits between blocks)
+        before = cpu_ns(self.pid, self.alive)
         start = time.monotonic_ns()
+        self.rings.enable(True)
         cost = time.perf_counter_ns() - began
         try:
             yield window
         finally:
+            self.rings.enable(False)
             end = time.monotonic_ns()
             began = time.perf_counter_ns()
             used = max(0, cpu_ns(self.pid) - before)
@@ -128,7 +132,7 @@ class CpuSampler:
             kinds[kind] += int(count)
         return CallSamples(int(within.sum()), tuple(sorted(kinds.items())), tuple(objects.most_common()), kinds[OWN],
                            kinds[TORCH], kinds[FOREIGN], tuple(functions.most_common(8)), threads, frozenset(ids), used_ns,
-                           records.lost, int((~within).sum()), self.period_ns, cost_ns)
+                           records.lost, self.period_ns, cost_ns)
 
     def _replay_threads(self, records: perf_events.Records, sampled: np.ndarray, start: int,
                         end: int) -> tuple[int, set[int]]:
@@ -191,10 +195,10 @@ def _cpu_list(text: str) -> list[int]:
     return cpus
 
 
-def cpu_ns(pid: int) -> int:
+def cpu_ns(pid: int, tids: set[int] | None = None) -> int:
     """CPU time of ``pid``'s live threads (schedstat's first field: time on a CPU, in ns)."""
     total = 0
-    for tid in task_ids(pid):
+    for tid in task_ids(pid) if tids is None else tids:
         try:
             with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
                 total += int(fh.read().split()[0])

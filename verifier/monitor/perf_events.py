@@ -33,10 +33,10 @@ import numpy as np
 SYS_PERF_EVENT_OPEN = 298  # x86_64
 PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_CLOCK = 1, 0
 SAMPLE_IP, SAMPLE_TID, SAMPLE_TIME = 1, 2, 4
-INHERIT, TASK, WATERMARK, USE_CLOCKID, INHERIT_THREAD = 1 << 1, 1 << 13, 1 << 14, 1 << 25, 1 << 35
+DISABLED, INHERIT, TASK, WATERMARK, USE_CLOCKID, INHERIT_THREAD = 1, 1 << 1, 1 << 13, 1 << 14, 1 << 25, 1 << 35
 FLAG_FD_CLOEXEC = 8
 CLOCK_MONOTONIC = 1
-IOC_PERIOD = 0x40082404  # _IOW('$', 4, __u64)
+IOC_ENABLE, IOC_DISABLE, IOC_PERIOD = 0x2400, 0x2401, 0x40082404  # _IO('$', 0), _IO('$', 1), _IOW('$', 4, __u64)
 ATTR_SIZE = 128  # PERF_ATTR_SIZE_VER7
 RECORD_LOST, RECORD_EXIT, RECORD_FORK, RECORD_SAMPLE = 2, 4, 7, 9
 CPUMODE_MASK, CPUMODE_KERNEL = 7, 1
@@ -53,10 +53,12 @@ class PerfUnavailable(OSError):
 
 def attr(period_ns: int, ring_bytes: int) -> bytes:
     """perf_event_attr: cpu-clock every ``period_ns`` of CPU time; IP, TID and TIME per sample; inherited
-    by new threads; task records; the monitor's CLOCK_MONOTONIC; a wake-up at half the ring."""
+    by new threads; task records; the monitor's CLOCK_MONOTONIC; a wake-up at half the ring; off until
+    enabled (:meth:`Rings.enable`)."""
     raw = bytearray(ATTR_SIZE)
     struct.pack_into("<IIQQQQQI", raw, 0, PERF_TYPE_SOFTWARE, ATTR_SIZE, PERF_COUNT_SW_CPU_CLOCK, period_ns,
-                     SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME, 0, INHERIT | INHERIT_THREAD | TASK | WATERMARK | USE_CLOCKID,
+                     SAMPLE_IP | SAMPLE_TID | SAMPLE_TIME, 0,
+                     DISABLED | INHERIT | INHERIT_THREAD | TASK | WATERMARK | USE_CLOCKID,
                      ring_bytes // 2)
     struct.pack_into("<i", raw, 92, CLOCK_MONOTONIC)
     return bytes(raw)
@@ -206,6 +208,12 @@ class Rings:
         for chunk in pending:
             parse(chunk, records)
         return records
+
+    def enable(self, on: bool) -> None:
+        """Sample (and record thread creations and exits) from now on, or stop: the events of every thread,
+        those inherited by threads created since included (the kernel applies it to an event's children)."""
+        for ring in self.rings:
+            fcntl.ioctl(ring.fd, IOC_ENABLE if on else IOC_DISABLE, 0)
 
     def set_period(self, period_ns: int) -> None:
         value = struct.pack("<Q", period_ns)
