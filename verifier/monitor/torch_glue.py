@@ -43,7 +43,7 @@ GLUE_SCOPES = (
     ("at", "functorch"), ("at", "functionalization"), ("torch", "dynamo"), ("at", "Context"),
     ("at", "_GLOBAL__N_1", "LocalCallbackManager"), ("at", "_GLOBAL__N_1", "GlobalCallbackManager"),
     ("at", "CPUGeneratorImpl"), ("at", "TensorGeometry"), ("at", "Allocator"), ("at", "native", "DispatchStubImpl"),
-    ("at", "sequence_number"), ("at", "_GLOBAL__N_1", "CacheEntry"),
+    ("at", "sequence_number"), ("at", "_GLOBAL__N_1", "CacheEntry"), ("at", "_GLOBAL__N_1", "check_type"),
 )
 # C symbols of the runtime's own in every library (thread-local and static initialisation)
 GLUE_C = frozenset("__tls_init _init _fini frame_dummy register_tm_clones deregister_tm_clones __do_global_dtors_aux".split())
