@@ -46,6 +46,12 @@ pytestmark = pytest.mark.skipif(not seccomp.supported() or bool(_perf_available(
                                 reason=_perf_available() or "the sandbox's seccomp filter is x86_64 Linux only")
 
 
+def test_every_class_of_issue_36_has_cases():
+    classes = {c.z36 for c in CASES}
+    assert {"1", "2", "3", "5", "6"} <= classes, classes
+    assert sum(c.z36 == "1" for c in CASES) >= 3 and sum(c.z36 == "5" for c in CASES) >= 3
+
+
 def _param(case: OutsideCase):
     marks = [pytest.mark.slow, pytest.mark.timeout(EXTENSION_BUILD_S + 300)] if case.torch_extension else []
     if case.pending:
