@@ -57,6 +57,20 @@ def is_unavailable_text(gate: str, reason: str) -> bool:
     return reason.startswith(f"{gate} {UNAVAILABLE_HERE}:")
 
 
+QUOTED = "the candidate's output reads: "
+
+
+def quoted(text: str) -> str:
+    """Text a process the candidate controls wrote (a compiler's diagnostics on its source, an exception, a
+    runner's message), made safe to begin a gate's reason: a reason that says a gate is unavailable here is
+    composed by the monitor from facts it checked itself, so such text never reads as one, whatever gate it
+    ends up in (it is prefixed; anything else is left as it is)."""
+    head = text.lstrip().lower()
+    if any(head.startswith(f"{gate} {UNAVAILABLE_HERE}") for gate in GATES) or UNAVAILABLE_HERE in head[:120]:
+        return QUOTED + text.lstrip()
+    return text
+
+
 def plan_gates(availability: Availability) -> GatePlan:
     if availability.available:
         return GatePlan(frozenset(GATES))

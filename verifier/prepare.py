@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from kernelbench_npu.spec import TaskSpec
 from verifier.backends import get_backend
-from verifier.gate_plan import plan_gates
+from verifier.gate_plan import plan_gates, quoted
 from verifier.gates.hack import static_gate
 from verifier.machine_peaks import machine_peaks
 from verifier.monitor.session import Candidate, Session
@@ -56,7 +56,8 @@ def prepare(task: TaskSpec, candidate_source: str, backend: str, settings: Verif
     start = time.perf_counter()
     problem = backend_impl.precheck(candidate_source)
     if problem:
-        gate = GateResult("compile", False, problem.splitlines()[0][:300], time.perf_counter() - start, detail=problem)
+        gate = GateResult("compile", False, quoted(problem.splitlines()[0])[:300], time.perf_counter() - start,
+                          detail=problem)
         return Verdict(task.task_id, backend, code_sha, (hack, gate))
     seed = seed if seed is not None else settings.seed if settings.seed is not None else new_master_seed()
     peaks = machine_peaks(backend, settings.threads).peaks if plan.runs("latency") else None

@@ -44,6 +44,10 @@ CASES = {
     "affinity": "raw(203, 0, 0, 0)",
     "pidfd_getfd": "raw(438, 0, 0, 0)",
     "open_by_handle_at": "raw(304, 0, 0, 0)",
+    "perf_event_open": "raw(298, 0, 0, -1, -1, 0)",
+    "prctl_perf_disable": "raw(157, 31, 0, 0, 0, 0)",
+    "prctl_perf_enable": "raw(157, 32, 0, 0, 0, 0)",
+    "prctl_name": "raw(157, 15, id(b'renamed'), 0, 0, 0)",
 }
 # (profile, case) -> "killed" or the errno answered (0: allowed)
 EXPECTED = {
@@ -54,6 +58,8 @@ EXPECTED = {
     ("runner", "sysv_msgget"): 13, ("runner", "sysv_shmget"): 13, ("runner", "posix_mq_open"): 13,
     ("builder", "sysv_msgget"): 13, ("builder", "sysv_shmget"): 13,
     ("runner", "affinity"): 1, ("runner", "pidfd_getfd"): "killed", ("runner", "open_by_handle_at"): "killed",
+    ("runner", "perf_event_open"): 13, ("runner", "prctl_perf_disable"): 1, ("runner", "prctl_perf_enable"): 1,
+    ("runner", "prctl_name"): 0, ("builder", "prctl_perf_disable"): 1,
     ("builder", "thread"): 0, ("builder", "fork"): 0, ("builder", "ptrace"): "killed", ("builder", "io_uring"): 38,
     ("builder", "socket_udp"): 13, ("builder", "chmod"): 1, ("builder", "unshare"): "killed",
 }

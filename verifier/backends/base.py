@@ -89,11 +89,12 @@ class BuildJob:
 
 class BuildRejected(Exception):
     """The monitor will not build this loader call; ``gate`` is "compile" (a format error the LLM can
-    fix) or "hack" (a source the static policy refuses)."""
+    fix) or "hack" (a source the static policy refuses); ``machine``: the monitor found that this machine
+    cannot build it (the reason, composed by the monitor, reads "compile unavailable here: ...")."""
 
-    def __init__(self, reason: str, gate: str = "compile") -> None:
+    def __init__(self, reason: str, gate: str = "compile", machine: bool = False) -> None:
         super().__init__(reason)
-        self.reason, self.gate = reason, gate
+        self.reason, self.gate, self.machine = reason, gate, machine
 
 
 @dataclass(frozen=True)
@@ -117,10 +118,11 @@ class Backend(ABC):
     fence_language: ClassVar[str] = "python"  # code-fence language the LLM must answer with
     static_imports: ClassVar[frozenset[str]] = frozenset()  # kernel-language modules the hack gate allows
     requires_native: ClassVar[bool] = False  # a candidate must build native code (cpu: "no native code")
-    # the runner's import may end in "correctness unavailable here: <feature>" (triton-ascend's interpreter
-    # shims for Ascend-only language): honoured only where the candidate's source uses that feature
-    import_unavailability: ClassVar[bool] = False
     must_launch: ClassVar[bool] = True  # every forward must call its native code or launch a kernel
+    # the kernel runs as native code on this CPU, so where forward's CPU time went decides whether torch computed
+    # (verifier.monitor.outside); False where an interpreter runs it here (its numpy is the kernel's work) or a
+    # device does (the CPU sees only launches)
+    cpu_kernels: ClassVar[bool] = False
 
     @abstractmethod
     def availability(self) -> Availability:
@@ -134,6 +136,13 @@ class Backend(ABC):
         """Monitor side, after the static checks: the machine's availability narrowed for this candidate
         (e.g. a language feature the local interpreter cannot run). Default: unchanged."""
         return availability
+
+    def unavailable_past_import(self, candidate_source: str) -> str:
+        """Monitor side, from the candidate's source alone: why this machine cannot run the candidate past its
+        import ("" when it can; e.g. triton-ascend's Ascend-only language under the interpreter). The compile
+        gate then ends with the builds the backend asks for itself, and correctness is unavailable here with
+        this reason: composed by the monitor, never read from what the runner said."""
+        return ""
 
     def compile_context(self, task: TaskSpec) -> dict[str, str]:
         """Monitor side: what the runner-side methods and the build jobs need beyond the candidate,

@@ -51,6 +51,7 @@ def vector_math_notes() -> str:
 class CpuBackend(Backend):
     name = "cpu"
     requires_native = True
+    cpu_kernels = True
 
     def availability(self) -> Availability:
         compiler = shutil.which(cpu_native.COMPILER)

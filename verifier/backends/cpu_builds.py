@@ -68,18 +68,14 @@ def load_inline_job(args: dict) -> BuildJob:
     if args.get("build_directory") not in (None, ""):
         raise BuildRejected("load_inline: build_directory is chosen by the verifier; leave it out")
     cpp = _text(args.get("cpp_sources"), "cpp_sources")
-    functions = args.get("functions")
-    if isinstance(functions, str):
-        functions = [functions]
-    if functions is not None and not (isinstance(functions, (list, dict)) and all(
-            isinstance(f, str) and _NAME.fullmatch(f) for f in functions)):
-        raise BuildRejected("load_inline: functions must be a list of C++ function names")
+    functions = _inline_functions(args.get("functions"))
     cflags, ldflags = build_flags.compile_flags(args.get("extra_cflags")), build_flags.link_flags(args.get("extra_ldflags"))
     if args.get("extra_include_paths"):
         cflags = build_flags.Flags(cflags.kept, cflags.dropped + tuple(f"-I{p}" for p in args["extra_include_paths"]))
     job = {"name": name, "cpp_sources": cpp, "functions": functions,
            "extra_cflags": list(cflags.kept), "extra_ldflags": list(ldflags.kept),
-           "with_pytorch_error_handling": args.get("with_pytorch_error_handling", True) is not False}
+           "with_pytorch_error_handling": args.get("with_pytorch_error_handling", True) is not False,
+           "no_implicit_headers": args.get("no_implicit_headers", False) is True}
     key = hashlib.sha256(json.dumps({**job, "toolchain": [cpu_native.source_key(""), _torch_version()]},
                                     sort_keys=True).encode()).hexdigest()
     note = "; ".join(n for n in (cflags.note("extra_cflags"), ldflags.note("extra_ldflags")) if n)
@@ -88,10 +84,31 @@ def load_inline_job(args: dict) -> BuildJob:
                     artifact=f"{name}.so", records=("main.ii",), note=note, python=True, sources=((cpp, "c++"),))
 
 
-def inline_source_lines(cpp_sources: str) -> tuple[int, int]:
+_DOCSTRING = re.compile(r"[^\"\\\x00-\x1f\x7f]{0,1000}")
+
+
+def _inline_functions(functions):
+    """``functions`` as torch's load_inline takes it (None: no bindings are generated; a name; a list of
+    names; {name: docstring}), validated: names are C++ identifiers, and a docstring, which torch pastes
+    into the generated C++ between quotes after the candidate's checked lines, holds no quote, backslash
+    or control character (it would end the string and add code no check reads)."""
+    if functions is None:
+        return None
+    if isinstance(functions, str):
+        functions = [functions]
+    names = list(functions) if isinstance(functions, (list, dict)) else None
+    if names is None or not all(isinstance(f, str) and _NAME.fullmatch(f) for f in names):
+        raise BuildRejected("load_inline: functions must be a list of C++ function names (or {name: docstring})")
+    if isinstance(functions, dict) and not all(isinstance(d, str) and _DOCSTRING.fullmatch(d) for d in functions.values()):
+        raise BuildRejected("load_inline: a docstring in functions may not hold quotes, backslashes or line breaks")
+    return functions
+
+
+def inline_source_lines(cpp_sources: str, implicit_headers: bool = True) -> tuple[int, int]:
     """Lines of the generated main.cpp that hold the candidate's cpp_sources (line 1 is torch's
-    ``#include <torch/extension.h>``; the pybind module follows them)."""
-    return 2, 2 + cpp_sources.count("\n")
+    ``#include <torch/extension.h>`` unless ``no_implicit_headers``; the pybind module follows them)."""
+    first = 2 if implicit_headers else 1
+    return first, first + cpp_sources.count("\n")
 
 
 def units(job: BuildJob, records: dict[str, bytes], library: Path | None) -> tuple[BuiltUnit, ...]:
@@ -102,7 +119,7 @@ def units(job: BuildJob, records: dict[str, bytes], library: Path | None) -> tup
     if job.artifact == "kernel.so":
         lines, includes = candidate_lines(text)
         return (BuiltUnit(job.label, lines, includes, binaries, loader="load_c", language="c++"),)
-    cpp = json.loads(dict(job.files)["job.json"])["cpp_sources"]
-    first, last = inline_source_lines(cpp)
+    spec = json.loads(dict(job.files)["job.json"])
+    first, last = inline_source_lines(spec["cpp_sources"], not spec.get("no_implicit_headers", False))
     lines, includes = candidate_lines(text, first, last)
     return (BuiltUnit(job.label, lines, includes, binaries, line_offset=first - 1, loader="extension", language="c++"),)

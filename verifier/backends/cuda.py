@@ -197,7 +197,7 @@ class CudaBackend(Backend):
         headers = cuda_headers.choose([ext.cuda_sources + "\n" + ext.cpp_sources], nvcc,
                                       cuda_headers.installed(root=Path(root) if root else None))
         if headers.unavailable:
-            raise BuildRejected(headers.unavailable)
+            raise BuildRejected(headers.unavailable, machine=True)
         toolchains = tuple(self.sandbox_paths(context))
         if gpu_present()[0]:
             return cuda_build.gpu_job(ext, args, target_arch(), toolchains)

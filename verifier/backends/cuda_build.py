@@ -49,8 +49,9 @@ def gpu_job(ext: InlineExtension, args: dict, arch: str, toolchains: tuple[str, 
     """torch's extension build of the call (loaded by the runner on the GPU)."""
     cflags, cuda_flags = build_flags.compile_flags(args.get("extra_cflags")), build_flags.nvcc_flags(args.get("extra_cuda_cflags"))
     ldflags = build_flags.link_flags(args.get("extra_ldflags"))
+    functions = args.get("functions")  # None: no bindings generated (the candidate's own PYBIND11_MODULE), as torch does
     job = {"name": ext.name, "cpp_sources": ext.cpp_sources, "cuda_sources": ext.cuda_sources,
-           "functions": list(ext.functions), "extra_cflags": list(cflags.kept),
+           "functions": None if functions is None else list(ext.functions), "extra_cflags": list(cflags.kept),
            "extra_cuda_cflags": list(cuda_flags.kept), "extra_ldflags": list(ldflags.kept), "arch": arch}
     key = hashlib.sha256(json.dumps({**job, "torch": _torch_version()}, sort_keys=True).encode()).hexdigest()
     note = "; ".join(n for n in (cflags.note("extra_cflags"), cuda_flags.note("extra_cuda_cflags"),

@@ -17,11 +17,11 @@ import functools
 import json
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from verifier.backends.base import Backend, BuildJob, BuildRejected, BuiltUnit
-from verifier.gate_plan import is_unavailable_text
+from verifier.gate_plan import quoted
 from verifier.gates.hack_build import check_units
 from verifier.gates.hack_native import run_native_checks
 from verifier.gates.hack_python import Finding
@@ -29,6 +29,7 @@ from verifier.monitor.build_cache import BuildCache, read_regular
 from verifier.monitor.sites import BuilderSite
 from verifier.sandbox import hidden_paths
 from verifier.sandbox import isolation
+from verifier.sandbox.observer import own_namespaces
 
 UNITS = "units.json"
 MAX_LOG = 1 << 20
@@ -44,6 +45,7 @@ class BuildOutcome:
     cached: bool = False
     seconds: float = 0.0
     path: str = ""  # the directory the runner loads the library from
+    namespaces: tuple[str, ...] = ()  # operator namespaces its sources define (verifier.sandbox.observer.own_namespaces)
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,11 @@ def _findings(findings: list[Finding], limit: int = 5) -> tuple[str, str]:
     return f"static policy: {lines[0]}"[:300], "\n".join(lines)
 
 
+def _loader_name(loader: str) -> str:
+    """The loader a runner's BuildRequest names, as the reason may say it (the runner's text is data)."""
+    return loader if loader.isidentifier() and len(loader) <= 40 else "a loader"
+
+
 class BuildService:
     def __init__(self, backend: Backend, context: dict[str, str], cache_root: Path, libs: Path | None,
                  limits: BuildLimits) -> None:
@@ -91,9 +98,9 @@ class BuildService:
         start = time.perf_counter()
         try:
             job = self.backend.build_job(loader, args, self.context)
-        except BuildRejected as exc:
-            machine = is_unavailable_text("compile", exc.reason)  # e.g. headers this machine lacks: said as is
-            return BuildOutcome(False, exc.gate, (exc.reason if machine else f"{loader}: {exc.reason}")[:300], exc.reason)
+        except BuildRejected as exc:  # ``machine``: this machine cannot build it (e.g. headers it lacks), said as is
+            reason = exc.reason if exc.machine else quoted(f"{_loader_name(loader)}: {exc.reason}")
+            return BuildOutcome(False, exc.gate, reason[:300], exc.reason)
         return self.build(job, timeout_s, start)
 
     def build(self, job: BuildJob, timeout_s: float, start: float | None = None) -> BuildOutcome:
@@ -111,7 +118,8 @@ class BuildService:
             cached, was_cached = built, False
         else:
             was_cached = True
-        return self._check_and_place(job, cached, was_cached, start)
+        outcome = self._check_and_place(job, cached, was_cached, start)
+        return replace(outcome, namespaces=own_namespaces([text for text, _ in job.sources])) if outcome.ok else outcome
 
     def _build(self, job: BuildJob, timeout_s: float) -> dict[str, bytes] | BuildOutcome:
         site = BuilderSite()
@@ -133,9 +141,10 @@ class BuildService:
             records = {rel: read_regular(site.work / rel) or b"" for rel in job.records}
             artifact = read_regular(site.work / job.artifact) if job.artifact else b""
             ok, text = self.backend.judge_build(job, code, output, records, self.context)
-            if not ok or artifact is None:
+            if not ok or artifact is None:  # the compiler's text on the candidate's source: never the machine's outcome
                 detail = text or f"the build produced no {job.artifact}"
-                return BuildOutcome(False, "compile", (detail.splitlines() or [f"build failed ({code})"])[0][:300], detail)
+                first = (detail.splitlines() or [f"build failed ({code})"])[0]
+                return BuildOutcome(False, "compile", quoted(first)[:300], detail)
             library = site.work / job.artifact if job.artifact else None
             units = self.backend.built_units(job, records, library)
             note = "; ".join(n for n in (job.note, text) if n)

@@ -36,7 +36,7 @@ class CompileState:
     def gate_or_none(self, seconds: float) -> GateResult | None:
         """The failed gate of the first failed build (a hack or a compile failure), else None."""
         for outcome in self.outcomes:
-            if not outcome.ok:
+            if not outcome.ok:  # the build service composed the reason (verifier.monitor.builds)
                 name = "hack" if outcome.gate == "hack" else "compile"
                 return GateResult(name, False, outcome.reason[:300], seconds, detail=outcome.detail[:4000])
         return None

@@ -12,12 +12,14 @@ After every call: the runner's watch (verifier.monitor.watch) and the inputs lef
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from verifier.gates.correctness import Tolerance, check_trials
 from verifier.gates.trial_data import TrialOutputs
+from verifier.monitor.outside import OutsideWatch
 from verifier.monitor.peers import Answer, PeerFailure, window
 from verifier.monitor.reference import Reference, ReferenceFailed
 from verifier.monitor.watch import Watch, inputs_changed
@@ -48,6 +50,7 @@ class Peers:
     note: str = ""  # the runner's latest runtime note (the interpreter's autotune configs)
     spent_ns: int = 0  # the candidate's calls so far in this phase
     arenas: list[Arena] = field(default_factory=list)  # made during the phases, closed by the verification
+    outside: OutsideWatch | None = None  # the runner's CPU samples, read from the OS (None: perf unavailable)
 
     def stage(self, index: int) -> tuple[list, int]:
         """Trial ``index``'s inputs drawn by the reference worker and copied, by the monitor, into the
@@ -62,8 +65,14 @@ class Peers:
     def candidate(self, sets: list[list], during: str) -> Answer:
         """One window of the candidate's calls on ``sets`` (inputs already in its arena), checked."""
         began = time.monotonic_ns()
-        answer = window(self.runner, self.runner_arena, sets, self.out_start, time.monotonic() + self.call_s, during)
+        with self.outside.watching() if self.outside is not None else nullcontext() as watched:
+            answer = window(self.runner, self.runner_arena, sets, self.out_start, time.monotonic() + self.call_s,
+                            during)
         self.after_window(answer, began, during)
+        if self.outside is not None:  # untimed calls only: the latency phase's windows are never sampled
+            problem = self.outside.after_call(watched.samples, during)
+            if problem:
+                raise IntegrityProblem(problem)
         return answer
 
     def after_window(self, answer: Answer, began_ns: int, during: str) -> None:
@@ -119,7 +128,7 @@ def correctness(peers: Peers, plan: list, tol: Tolerance, start: float) -> tuple
     outputs: list[TrialOutputs] = []
     for trial in [t for t in plan if t.kind in ("check", "perturb")]:
         outputs += run_trial(peers, trial, repeat=trial.index == 0)
-    problem = peers.watch.thread_problem("correctness")
+    problem = peers.watch.thread_problem("correctness") or (peers.outside.overall_problem() if peers.outside else "")
     if problem:
         raise IntegrityProblem(problem)
     checks = check_trials(outputs, peers.reference.outputs, tol)

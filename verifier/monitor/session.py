@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from dataclasses import dataclass, replace
 
 from kernelbench_npu.spec import TaskSpec
 from verifier.backends.base import Backend
-from verifier.gate_plan import UNAVAILABLE_HERE, GatePlan, is_unavailable
+from verifier.gate_plan import GatePlan, is_unavailable
 from verifier.gates.correctness import Tolerance
 from verifier.monitor import compile_phase, timing
 from verifier.monitor.builds import BuildLimits, BuildService
@@ -31,7 +32,10 @@ from verifier.monitor.peers import PeerFailure
 from verifier.monitor.pool import POOL
 from verifier.monitor.reference import Reference, ReferenceFailed
 from verifier.monitor.sites import RunnerSite, RunnerSpec
-from verifier.monitor.watch import Watch
+from verifier.monitor.cpu_sampler import PERIOD_NS, SPARSE_PERIOD_NS, CpuSampler
+from verifier.monitor.outside import OutsideWatch
+from verifier.monitor.perf_events import PerfUnavailable
+from verifier.monitor.watch import Watch, os_threads
 from verifier.result import GateResult, LatencyResult, SessionFacts
 from verifier.roofline import MachinePeaks
 from verifier.sandbox import messages as msg
@@ -78,6 +82,9 @@ class Session:
         self._sites: list = []
         self._arenas: list[Arena] = []
         self.warnings: tuple[str, ...] = ()
+        self.threads_before = 0  # the runner's OS threads before the candidate's code (the thread budget's base)
+        self.own_namespaces: tuple[str, ...] = ()  # custom operator namespaces the candidate's builds define
+        self.outside: OutsideWatch | None = None
 
     # ---- the gate loop -----------------------------------------------------------------------------
     def run(self, hack: GateResult, through: str = "latency") -> SessionResult:
@@ -149,12 +156,19 @@ class Session:
             failed = state.gate_or_none(time.perf_counter() - start)
             if failed is not None:
                 return failed
+            why = self.c.backend.unavailable_past_import(self.c.source)
+            if why:  # the monitor's own finding on the source: the runner is not asked (nor believed)
+                self.plan = self.plan.without("correctness", why)
+                gate = GateResult("compile", True, "compiled; the candidate cannot run past its import here",
+                                  time.perf_counter() - start)
+                return gate if self.plan.runs("compile") else self.plan.unavailable("compile")
             context = {**self.c.context, "builds": json.dumps(built)}
+            self.threads_before = os_threads(runner.pid())
             runner.send(msg.Start(self.c.source, self.c.task.dtype, derive_seed(self.seed, "init"), construct,
                                   construct, context))
             imported = compile_phase.import_candidate(runner, state, start, s.compile_timeout_s, s.timeout_s)
             if isinstance(imported, GateResult):
-                return self._unavailable_past_import(imported, start) or imported
+                return imported
             own = len(state.outcomes)  # builds so far (own jobs, the import's); construct may add more
             if not construct:
                 runner.send(msg.Stop())
@@ -172,24 +186,11 @@ class Session:
         gate = state.passed(time.perf_counter() - start)
         return gate if self.plan.runs("compile") else self.plan.unavailable("compile")
 
-    def _unavailable_past_import(self, failed: GateResult, start: float) -> GateResult | None:
-        """A backend's runner-side check that says the candidate cannot be checked here (e.g. an
-        Ascend-only language feature under the interpreter): compile passes, later gates are unavailable."""
-        marker = f"correctness {UNAVAILABLE_HERE}: "
-        at = failed.detail.find(marker)
-        if failed.name != "compile" or at < 0 or not self.c.backend.import_unavailability:
-            return None
-        why = failed.detail[at + len(marker):].splitlines()[0][:250]
-        if why.split(" ")[0] not in self.c.source:  # the feature it names must be the candidate's own
-            return None
-        self.plan = self.plan.without("correctness", why)
-        return GateResult("compile", True, "compiled; the candidate cannot run past its import here",
-                          time.perf_counter() - start)
-
     def _record_builds(self, state: compile_phase.CompileState) -> None:
         built = [o for o in state.outcomes if o.ok]
         self.facts = replace(self.facts, compile_cached=bool(built) and all(o.cached for o in built),
                              compile_s=sum(o.seconds for o in built))
+        self.own_namespaces = tuple(dict.fromkeys(ns for o in built for ns in o.namespaces))
 
     def _peers(self) -> Peers:
         s = self.settings
@@ -200,10 +201,26 @@ class Session:
         self._arenas += [runner_arena, reference_arena]
         self.reference.attach(reference_arena)
         self.runner.process.send(msg.Attach(size), fds=(runner_arena.fd,))
-        watch = Watch(self.runner.page, self.runner.process.pid(), s.threads, self.c.backend.must_launch)
+        pid = self.runner.process.pid()
+        self.runner.page.allow_namespaces(self.own_namespaces)  # before the first call: other namespaces are torch's
+        watch = Watch(self.runner.page, pid, s.threads, self.c.backend.must_launch, self.threads_before)
+        self.outside = self._outside(pid)
         return Peers(self.runner.process, runner_arena, self.reference, reference_arena, out_start, watch,
                      self.c.backend.staged_calls(), call_s=s.timeout_s, budget_s=s.timeout_s,
-                     machine_s=max(STARTUP_S, 4 * s.timeout_s), arenas=self._arenas)
+                     machine_s=max(STARTUP_S, 4 * s.timeout_s), arenas=self._arenas, outside=self.outside)
+
+    def _outside(self, pid: int) -> OutsideWatch | None:
+        """The runner's CPU sampler (verifier.monitor.outside), opened once ModelNew is constructed; None,
+        with a warning, where the kernel will not open it."""
+        try:
+            observer = (str(Path(self.observer).resolve()),) if self.observer else ()
+            judge = self.c.backend.cpu_kernels  # elsewhere the samples judge threads and sampling, sparsely
+            sampler = CpuSampler(pid, str(self.runner.libs), PERIOD_NS if judge else SPARSE_PERIOD_NS, observer)
+            return OutsideWatch(sampler, self.threads_before, self.settings.threads, judge)
+        except PerfUnavailable as exc:
+            self.warnings += (f"outside observation unavailable ({exc.strerror or exc}): whether forward computes "
+                              "with torch rests on the in-process observer alone",)
+            return None
 
     def _correctness(self) -> GateResult:
         start, s = time.perf_counter(), self.settings
@@ -233,6 +250,9 @@ class Session:
 
     # ---- the end -------------------------------------------------------------------------------------
     def close(self) -> None:
+        if self.outside is not None:
+            self.outside.close()
+            self.outside = None
         for site in self._sites:
             site.close()
         for arena in self._arenas:

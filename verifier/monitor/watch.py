@@ -31,10 +31,10 @@ def os_threads(pid: int) -> int:
 
 
 class Watch:
-    def __init__(self, page: ObserverPage, pid: int, threads: int, requires_native: bool) -> None:
+    def __init__(self, page: ObserverPage, pid: int, threads: int, requires_native: bool, base_threads: int = 0) -> None:
         self.page, self.pid, self.threads, self.requires_native = page, pid, threads, requires_native
         self.last = page.read()
-        self.base_threads = os_threads(pid)
+        self.base_threads = base_threads or os_threads(pid)  # counted before the candidate's code ran
 
     def after_call(self, native_calls: int, calls: int = 1) -> str:
         """After a window of ``calls`` calls (the observer and the native count cover all of them)."""

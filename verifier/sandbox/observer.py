@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -49,11 +50,15 @@ sym_size sym_stride sym_numel sym_storage_offset is_contiguous dim size stride s
 scalar_tensor expand_as reshape_as numel is_same_size is_nonzero item _pin_memory is_pinned record_stream
 resolve_conj resolve_neg conj _conj cat stack constant_pad_nd
 """.split())
-# operator namespaces that belong to torch (anything else is the candidate's own custom operator)
+# operator namespaces torch registers (more are read from the dispatcher: :func:`torch_namespaces`). An
+# operator outside aten is torch's unless its namespace is proven the candidate's (:func:`own_namespaces`)
 TORCH_NAMESPACES = frozenset("""
-aten prims prim quantized _quantized mkldnn onednn sparse _c10d_functional _c10d_functional_autograd c10d
-inductor fbgemm _nested torchvision cuda xpu mps npu profiler
+aten prims prim quantized _quantized mkl mkldnn mkldnn_prepacked onednn sparse _c10d_functional
+_c10d_functional_autograd c10d inductor inductor_prims fbgemm _nested torchvision cuda xpu mps npu profiler
+quantization rngprims debugprims _native _dtensor symm_mem static_runtime export _test debug_mode_ops
 """.split())
+OWN_OFFSET, OWN_SLOTS = 1024, 8
+_LIBRARY_MACRO = re.compile(r"\bTORCH_LIBRARY(?:_FRAGMENT|_IMPL)?\s*\(\s*([A-Za-z_][A-Za-z0-9_]*)")
 
 
 @dataclass(frozen=True)
@@ -73,6 +78,18 @@ class ObserverPage:
         if arena.owner:
             arena.map[: _HEAD.size] = _HEAD.pack(MAGIC, 0, 0, 0)
 
+    def allow_namespaces(self, namespaces: tuple[str, ...]) -> None:
+        """Monitor side: the operator namespaces proven the candidate's own (:func:`own_namespaces`)."""
+        for k in range(OWN_SLOTS):
+            name = namespaces[k].encode()[: NAME_BYTES - 1] if k < len(namespaces) else b""
+            start = OWN_OFFSET + k * NAME_BYTES
+            self.arena.map[start: start + NAME_BYTES] = name.ljust(NAME_BYTES, b"\0")
+
+    def own(self) -> tuple[str, ...]:
+        raw = (bytes(self.arena.map[OWN_OFFSET + k * NAME_BYTES: OWN_OFFSET + (k + 1) * NAME_BYTES])
+               for k in range(OWN_SLOTS))
+        return tuple(n for n in (r.split(b"\0")[0].decode(errors="replace") for r in raw) if n)
+
     def read(self) -> Observation:
         magic, total, forbidden, armed = _HEAD.unpack(bytes(self.arena.map[: _HEAD.size]))
         names = []
@@ -80,6 +97,25 @@ class ObserverPage:
             raw = bytes(self.arena.map[_HEAD.size + k * NAME_BYTES: _HEAD.size + (k + 1) * NAME_BYTES])
             names.append(raw.split(b"\0")[0].decode(errors="replace"))
         return Observation(total, forbidden, bool(armed), tuple(names), magic == MAGIC)
+
+
+def torch_namespaces() -> frozenset[str]:
+    """Every operator namespace torch has: the list above and what its dispatcher holds in this process."""
+    try:
+        import torch
+
+        registered = {name.split("::", 1)[0] for name in torch._C._dispatch_get_all_op_names()}
+    except (ImportError, AttributeError, RuntimeError):
+        registered = set()
+    return TORCH_NAMESPACES | frozenset(registered)
+
+
+def own_namespaces(sources: list[str]) -> tuple[str, ...]:
+    """Operator namespaces the candidate's checked sources define (``TORCH_LIBRARY(ns, m)`` and its fragment
+    and impl forms), none of them torch's: the only custom operators the observer does not count as torch's."""
+    found = dict.fromkeys(m.group(1) for text in sources for m in _LIBRARY_MACRO.finditer(text))
+    torch_own = torch_namespaces()
+    return tuple(ns for ns in found if ns not in torch_own)[:OWN_SLOTS]
 
 
 def _torch_dir() -> Path | None:
@@ -142,10 +178,9 @@ class RunnerObserver:
         address = ctypes.addressof(view)
         if library_path:
             lib = ctypes.CDLL(library_path)
-            lib.evokernel_observer_install.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_char_p]
+            lib.evokernel_observer_install.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
             lib.evokernel_observer_arm.argtypes = []
-            lib.evokernel_observer_install(address, "\n".join(sorted(ALLOWED_OPS)).encode(),
-                                           "\n".join(sorted(TORCH_NAMESPACES)).encode())
+            lib.evokernel_observer_install(address, "\n".join(sorted(ALLOWED_OPS)).encode())
             self.native = lib
         else:
             from verifier.sandbox.observer_fallback import DispatchCounter

@@ -17,7 +17,9 @@ Answered with an error instead (libraries probe these and fall back):
   io_uring_setup/enter/register -> ENOSYS (io_uring ops would bypass this filter: a socket, an
   xattr or an open are all io_uring operations); socket/socketpair -> EACCES (no network at all; the
   runner's network namespace has no address either); System V and POSIX IPC (msgget, shmget, semget,
-  mq_open and their operations: objects that outlive the process) -> EACCES; perf_event_open -> EACCES; file metadata
+  mq_open and their operations: objects that outlive the process) -> EACCES; perf_event_open -> EACCES; prctl's
+  PR_TASK_PERF_EVENTS_DISABLE/ENABLE -> EPERM (they switch off every perf event attached to the caller, the
+  monitor's CPU sampler included: verifier.monitor.cpu_sampler); file metadata
   (chmod, chown, utime(s), utimensat, *xattr*, file_setattr) -> EPERM, because Landlock does not
   govern metadata and a process that keeps uid 0 without capabilities still owns root's files.
 Runner only (no process may come from candidate code, no more cores than the launcher gave it:
@@ -75,7 +77,8 @@ METADATA = dict(chmod=90, fchmod=91, chown=92, fchown=93, lchown=94, utime=132, 
                 file_setattr=469)
 RUNNER_KILLED = dict(fork=57, vfork=58, execve=59, execveat=322, setsid=112, setpgid=109, tkill=200,
                      pidfd_send_signal=424, setrlimit=160)
-CLONE, CLONE3, KILL, TGKILL, PRLIMIT64 = 56, 435, 62, 234, 302
+CLONE, CLONE3, KILL, TGKILL, PRLIMIT64, PRCTL = 56, 435, 62, 234, 302, 157
+PR_TASK_PERF_EVENTS_DISABLE, PR_TASK_PERF_EVENTS_ENABLE = 31, 32
 
 RUNNER, BUILDER = "runner", "builder"
 PROFILES = (RUNNER, BUILDER)
@@ -105,6 +108,7 @@ def program(profile: str, own_pid: int = 0) -> list[tuple[int, int, int, int]]:
     prog += [("jeq", nr, "enosys") for nr in NOSYS.values()]
     prog += [("jeq", nr, "eacces") for nr in (*NETWORK.values(), *IPC.values(), *PERF.values())]
     prog += [("jeq", nr, "eperm") for nr in METADATA.values()]
+    prog += [("jeq", PRCTL, "prctl")]
     if profile == RUNNER:
         prog += [("jeq", nr, "eperm") for nr in AFFINITY.values()]
     if profile == RUNNER:
@@ -116,6 +120,9 @@ def program(profile: str, own_pid: int = 0) -> list[tuple[int, int, int, int]]:
     # prlimit64(pid, resource, new_limit, old_limit): reading is fine, setting is not
     prog += [("label", "prlimit"), ("ld", _arg_lo(2)), ("jne", 0, "kill"), ("ld", _arg_hi(2)),
              ("jne", 0, "kill"), ("ret", RET_ALLOW)]
+    # prctl(option, ...): the perf-event switches are refused, every other option allowed (option is an int)
+    prog += [("label", "prctl"), ("ld", _arg_lo(0)), ("jeq", PR_TASK_PERF_EVENTS_DISABLE, "eperm"),
+             ("jeq", PR_TASK_PERF_EVENTS_ENABLE, "eperm"), ("ret", RET_ALLOW)]
     prog += [("label", "allow"), ("ret", RET_ALLOW), ("label", "kill"), ("ret", RET_KILL_PROCESS),
              ("label", "enosys"), ("ret", RET_ERRNO | errno.ENOSYS),
              ("label", "eacces"), ("ret", RET_ERRNO | errno.EACCES),

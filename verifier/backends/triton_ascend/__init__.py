@@ -53,7 +53,6 @@ INTERPRETER_HINT = "pip install 'evokernel[triton]' (upstream Triton's interpret
 
 class TritonAscendBackend(Backend):
     name = NAME
-    import_unavailability = True
     static_imports = frozenset({"triton", "triton.language", "triton.language.math", "triton.language.extra",
                                 "triton.language.extra.libdevice", "triton.language.extra.ascend",
                                 "triton.language.extra.ascend.libdevice"})
@@ -88,6 +87,12 @@ class TritonAscendBackend(Backend):
                 f"cannot run it)")
         gates = tuple(GateCapability(g.gate, False, note) if g.gate == "correctness" else g for g in availability.gates)
         return Availability(availability.backend, availability.available, availability.reason, gates)
+
+    def unavailable_past_import(self, candidate_source: str) -> str:
+        if npu.npu_ready()[0]:
+            return ""
+        features = ascend_only_features(candidate_source)
+        return f"{', '.join(features)} is Ascend-only" if features else ""
 
     def scaffold(self, task: TaskSpec | None = None) -> str:
         return read_scaffold(NAME, task)

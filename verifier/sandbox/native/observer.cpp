@@ -1,7 +1,9 @@
 // The runner's ATen observer: a global RecordFunction callback (scope FUNCTION: every operator the
 // dispatcher runs, whether Python, C++ or a load_inline extension called it) that counts, once armed,
 // every operator and the operators outside the allow-list, into a page of shared memory the monitor
-// reads directly (verifier/sandbox/observer.py owns the layout). Loaded by the runner before any
+// reads directly (verifier/sandbox/observer.py owns the layout). An operator outside the aten namespace
+// is torch's (mkl, mkldnn, quantized, prims, ... all compute) unless its namespace is one the monitor
+// proved the candidate's own and wrote into the page. Loaded by the runner before any
 // candidate code; armed once ModelNew is constructed and never disarmed, so nothing in the runner's
 // process can tell a checked call from any other.
 #include <ATen/record_function.h>
@@ -17,17 +19,26 @@ struct Page {
   uint64_t forbidden;  // of which outside the allow-list
   uint64_t armed;
   char names[8][64];   // the first forbidden operators' names
+  char pad[1024 - 32 - 8 * 64];
+  char own[8][64];     // operator namespaces the monitor proved the candidate's own (written by the monitor)
 };
 Page* g_page = nullptr;
 std::unordered_set<std::string>* g_allowed = nullptr;
-std::unordered_set<std::string>* g_torch_namespaces = nullptr;
 
-bool allowed(const char* name) {
+bool own_namespace(const Page* page, const char* ns, size_t len) {
+  for (int k = 0; k < 8; ++k) {
+    const char* slot = page->own[k];
+    if (slot[0] && std::strlen(slot) == len && std::strncmp(slot, ns, len) == 0) return true;
+  }
+  return false;
+}
+
+bool allowed(const Page* page, const char* name) {
   const char* sep = std::strstr(name, "::");
-  if (!sep) return true;
-  std::string ns(name, sep - name);
-  if (!g_torch_namespaces->count(ns)) return true;  // the candidate's own custom operators
-  return ns == "aten" && g_allowed->count(std::string(sep + 2));
+  if (!sep) return true;  // not an operator: a record function of another scope
+  size_t len = sep - name;
+  if (len == 4 && std::strncmp(name, "aten", 4) == 0) return g_allowed->count(std::string(sep + 2)) > 0;
+  return own_namespace(page, name, len);  // any other namespace is torch's unless proven the candidate's
 }
 
 std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
@@ -35,7 +46,7 @@ std::unique_ptr<at::ObserverContext> on_start(const at::RecordFunction& fn) {
   if (!page || !page->armed) return nullptr;
   __atomic_fetch_add(&page->total, 1, __ATOMIC_RELAXED);
   const char* name = fn.name();
-  if (!name || allowed(name)) return nullptr;
+  if (!name || allowed(page, name)) return nullptr;
   uint64_t k = __atomic_fetch_add(&page->forbidden, 1, __ATOMIC_RELAXED);
   if (k < 8) std::strncpy(page->names[k], name, 63);
   return nullptr;
@@ -53,12 +64,10 @@ void split(const char* text, std::unordered_set<std::string>* into) {
 }
 }  // namespace
 
-extern "C" int evokernel_observer_install(void* page, const char* allowed_ops, const char* torch_namespaces) {
+extern "C" int evokernel_observer_install(void* page, const char* allowed_ops) {
   if (g_page) return 1;
   g_allowed = new std::unordered_set<std::string>();
-  g_torch_namespaces = new std::unordered_set<std::string>();
   split(allowed_ops, g_allowed);
-  split(torch_namespaces, g_torch_namespaces);
   g_page = static_cast<Page*>(page);
   at::addGlobalCallback(at::RecordFunctionCallback(&on_start).scopes({at::RecordScope::FUNCTION}).needsInputs(false));
   return 0;

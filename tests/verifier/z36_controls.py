@@ -1,0 +1,158 @@
+"""The positive controls of issue 36's cases (tests/verifier/z36_outside_cases.py), each run in a plain
+process with nothing confining it: ``python z36_controls.py CASE WORKDIR`` prints one JSON line saying
+what the case did. A case that is rejected by the verifier is then shown to act, not to be broken.
+
+- class 1 (and the cases beyond the issue's classes): forward's output equals the task's reference (the call into torch's compute, found by hash,
+  did the work: the candidate's own code does no arithmetic);
+- class 2: the same, with the native ATen observer loaded and armed as in the runner, and its page shows
+  no forbidden operator afterwards (the observer was blinded), where a plain ``torch.relu`` is counted;
+- class 3: once constructed, the process keeps using CPU while it is stopped (SIGSTOP) by its parent;
+- class 6: more threads exist during a call than the runner's threads before it plus the thread budget.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+import types
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "verifier")]
+
+THREADS = 2  # the verifier's thread budget in the tests (VerifySettings.for_tests)
+
+
+def load(case, work: Path):
+    os.chdir(work)
+    module = types.ModuleType("candidate")
+    exec(compile(case.source, "candidate.py", "exec"), module.__dict__)
+    return module.ModelNew()
+
+
+def inputs(case):
+    import torch
+
+    from verifier_taskutil import fixture_task
+
+    problem = types.ModuleType("problem")
+    exec(compile(fixture_task(case.task).source, "problem.py", "exec"), problem.__dict__)
+    torch.manual_seed(0)
+    args = problem.get_inputs()
+    return args, problem.Model()(*args)
+
+
+def computes(case, work: Path) -> dict:
+    import torch
+
+    model = load(case, work)
+    args, expected = inputs(case)
+    out = model(*args)
+    return {"acted": bool(torch.allclose(out, expected, atol=1e-4, rtol=1e-4)), "max_error": float((out - expected).abs().max())}
+
+
+def blinds_the_observer(case, work: Path) -> dict:
+    import torch
+
+    from verifier.sandbox.arena import Arena
+    from verifier.sandbox.observer import PAGE_BYTES, ObserverPage, RunnerObserver, library
+
+    path, why = library(work / "cache")
+    if path is None:
+        return {"acted": False, "why": why}
+    page = ObserverPage(Arena.create(PAGE_BYTES, "z36-observer"))
+    observer = RunnerObserver(page.arena, str(path))
+    model = load(case, work)
+    args, expected = inputs(case)
+    observer.arm()
+    with torch.no_grad():
+        out = model(*args)
+        seen_by_hack = page.read()
+        torch.relu(args[0])  # the same operator, called plainly: the observer counts it
+    seen_after = page.read()
+    correct = bool(torch.allclose(out, expected, atol=1e-4, rtol=1e-4))
+    return {"acted": correct and seen_by_hack.forbidden == 0 and seen_after.forbidden > 0,
+            "correct": correct, "forbidden_during_hack": seen_by_hack.forbidden, "forbidden_plain": seen_after.forbidden}
+
+
+def busy_while_stopped(case, work: Path) -> dict:
+    """The candidate constructed in a child, stopped ten times for 0.1 s as the latency phase stops the side
+    not being timed: its CPU time inside those stops (from just after each SIGSTOP)."""
+    import subprocess
+
+    child = subprocess.Popen([sys.executable, __file__, case.name, str(work), "--construct"], stdout=subprocess.PIPE)
+    assert child.stdout.readline().strip() == b"constructed"
+    used = 0
+    for _ in range(10):
+        time.sleep(0.05)
+        os.kill(child.pid, signal.SIGSTOP)
+        time.sleep(0.002)  # the signal delivered to every thread that can take it
+        before = _cpu_ns(child.pid)
+        time.sleep(0.1)
+        used += _cpu_ns(child.pid) - before
+        os.kill(child.pid, signal.SIGCONT)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    return {"acted": used > 50e6, "cpu_ms_while_stopped": used / 1e6}
+
+
+def _cpu_ns(pid: int) -> int:
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            total += int(open(f"/proc/{pid}/task/{tid}/schedstat").read().split()[0])
+        except (OSError, ValueError):
+            pass
+    return total
+
+
+def threads_during_a_call(case, work: Path) -> dict:
+    import torch
+
+    torch.set_num_threads(THREADS)
+    before = len(os.listdir("/proc/self/task"))
+    model = load(case, work)
+    args, _ = inputs(case)
+    most, done = [0], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            most[0] = max(most[0], len(os.listdir("/proc/self/task")) - 1)  # this watcher not counted
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    for _ in range(20):
+        model(*args)
+    done.set()
+    watcher.join()
+    return {"acted": most[0] > before + THREADS, "threads_before": before, "most_during_calls": most[0]}
+
+
+CONTROLS = {"1": computes, "2": blinds_the_observer, "3": busy_while_stopped, "6": threads_during_a_call,
+            "new": computes}
+
+
+def main(argv: list[str]) -> int:
+    from z36_outside_cases import CASES
+
+    case = next(c for c in CASES if c.name == argv[1])
+    work = Path(argv[2])
+    work.mkdir(parents=True, exist_ok=True)
+    if argv[3:] == ["--construct"]:
+        import torch
+
+        torch.set_num_threads(THREADS)
+        load(case, work)
+        print("constructed", flush=True)
+        time.sleep(3600)
+        return 0
+    print(json.dumps(CONTROLS[case.z36](case, work)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
