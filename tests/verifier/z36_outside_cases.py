@@ -438,8 +438,7 @@ CASES = (
     OutsideCase("observer_counter_put_back", "2", "relu_large", OBSERVER_COUNTER_PUT_BACK, "hack",
                 "torch computed in forward, observed from outside", torch_extension=True),
     OutsideCase("syscall_spinner_while_stopped", "3", "relu_large", SYSCALL_SPINNER, "hack", "CPU",
-                disable=ALL_STATIC, pending="the latency phase's CPU accounting of the side not being timed "
-                                            "(issue 34) is not merged yet"),
+                disable=ALL_STATIC),
     OutsideCase("compile_reason_line_directive", "5", "relu", COMPILE_REASON_SPOOF, "compile",
                 "the candidate's output reads: compile unavailable here", disable="c_includes"),  # it refuses #line
     OutsideCase("build_request_spoofed_loader", "5", "relu", SPOOFED_LOADER, "compile",
