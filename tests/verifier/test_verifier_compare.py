@@ -30,9 +30,10 @@ def test_candidates_timed_together_give_a_measured_ratio_and_failures_their_reas
     got = compare(task, {"fast": FAST, "slow": SLOW, "wrong": WRONG}, "cpu", settings)
     assert set(got.failed) == {"wrong"} and got.failed["wrong"].startswith("correctness:"), got.failed
     assert set(got.latency) == {"fast", "slow"} and set(got.times) == {"reference", "fast", "slow"}
-    assert all(len(t) == 6 for t in got.times.values())  # the same rounds for every side
+    counted = {len(t) for t in got.times.values()}  # the same rounds for every side (a disturbed one for none)
+    assert len(counted) == 1 and 1 <= min(counted) <= 6, counted
     ratio = got.ratio("fast", "slow")
-    assert ratio.rounds == 6 and ratio.ci_low <= ratio.median <= ratio.ci_high
+    assert ratio.rounds == min(counted) and ratio.ci_low <= ratio.median <= ratio.ci_high
     assert ratio.median > 4  # 16x the work, measured side by side
     back = got.ratio("slow", "fast")
     assert back.median == pytest.approx(1 / ratio.median)
