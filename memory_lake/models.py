@@ -74,6 +74,7 @@ class RetrievalRequest:
     overfetch: int = 1  # pool of overfetch * lam * n by similarity before the rules, cut to lam * n after
     spare: int = 0  # choices made after the n, from the same pool (for a caller that may skip some)
     q_prior: float | None = None  # the Q of an item never updated at this stage (None: the lake's q_init)
+    q_weight: float = 1.0  # value strategy: score = (1 - w) z(similarity) + w z(Q) over the pool (1: Q only)
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:
@@ -85,6 +86,8 @@ class RetrievalRequest:
                             "0 <= min_relevance <= 1, overfetch >= 1, spare >= 0")
         if not 0.0 <= self.epsilon <= 1.0:
             raise LakeError(f"retrieval: epsilon: {self.epsilon} is outside [0, 1]")
+        if not 0.0 <= self.q_weight <= 1.0:
+            raise LakeError(f"retrieval: q_weight: {self.q_weight} is outside [0, 1]")
         if self.strategy not in ("value", "heuristic"):
             raise LakeError(f"retrieval: strategy: {self.strategy!r} is not 'value' or 'heuristic'")
         for kind in self.kinds or ():
@@ -109,6 +112,8 @@ class RetrievedItem:
     q_value: float
     explored: bool  # chosen by the epsilon branch
     strategy: str  # value | heuristic | template
+    feasible: bool | None = None  # traces: whether the kernel passed hack, compile and correctness
+    source_attempt_id: str | None = None  # the attempt that made the item (traces: their kernel's attempt)
 
 
 @dataclass(frozen=True)
