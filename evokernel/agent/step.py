@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from evokernel.agent import rewards
 from evokernel.agent.attribution import CANDIDATE, MACHINE, attribute_gates, gates_from_json, owner_of
 from evokernel.agent.context import AgentContext, attempt_id_for, trace_item_id_for
-from evokernel.agent.records import attempt_row, trace_item
+from evokernel.agent.records import attempt_row, timing_class, trace_item
 from evokernel.agent.scoring import Scored, score
 from evokernel.agent.retrieval import children_of, choose_start_point, gather_context, start_item
 from evokernel.agent.state import StartPoint, StepOutcome, TaskState
@@ -168,6 +168,8 @@ def outcome_from_row(row: dict, trace_item_id: str | None) -> StepOutcome:
         candidate_ms=row["candidate_ms"], speedup=row["speedup"], reward=row["reward"],
         reward_normalized=row["reward_normalized"], feedback=row["feedback"] or "",
         trace_item_id=trace_item_id, code=row["code"], ci_low=row.get("ci_low"), ci_high=row.get("ci_high"),
+        timing_flag=row.get("timing_flag") or (timing_class(row.get("flagged"), row.get("feedback"))
+                                               if row.get("speedup") is not None else None),
         tokens=int(row.get("tokens") or (row.get("input_tokens") or 0) + (row.get("output_tokens") or 0)),
         seconds=float(row.get("seconds") or (row.get("llm_seconds") or 0.0) + (row.get("verify_seconds") or 0.0)),
     )
