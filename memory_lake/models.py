@@ -68,6 +68,8 @@ class RetrievalRequest:
     max_templates: int | None = None  # api_templates added in drafting (None = all of the backend)
     # relevance rules (retrieval.eligible); the defaults apply none
     feasible_traces_only: bool = False  # traces only when feasible and timed (optimisation traces)
+    fastest_trace_per_task: bool = False  # of each task's optimisation traces only its fastest in the pool
+    other_tasks_traces_only: bool = False  # the task's own traces left out (refining shows its own kernels anyway)
     min_relevance: float = 0.0  # other categories' items need similarity >= this share of the pool's best
     category_first: bool = False  # fill the slots from the task's category first
     other_categories_min_q: float | None = None  # items of other categories need a stage Q above this

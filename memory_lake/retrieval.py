@@ -14,8 +14,9 @@
 
 Between 1 and 2, :func:`eligible` applies the request's relevance rules (refining uses them, so a
 refine prompt gets fewer items rather than noise): only optimisation traces (feasible, with a
-measured speedup) among traces; of another task's feasible traces only its fastest in the pool
-(its kernels are variants of one another); items of other op categories only with a similarity of
+measured speedup) among traces; the task's own traces left out (a refine prompt shows its own
+kernels anyway: the start point and its children); of each task's feasible traces only its fastest in
+the pool (its kernels are variants of one another); items of other op categories only with a similarity of
 at least ``min_relevance`` of the pool's best (an item of the task's own category is relevant by its
 category: BM25 over a task's source matches boilerplate as readily as substance) and, where the
 request sets a bound, a Q above it. ``category_first`` fills the slots from the task's category
@@ -221,7 +222,7 @@ def _term_df(ctx: ScoringContext, path: str) -> dict[str, int]:
 def filters(req: RetrievalRequest) -> bool:
     """Whether the request has relevance rules that need the pool items' facts."""
     return req.feasible_traces_only or req.min_relevance > 0 or req.category_first \
-        or req.other_categories_min_q is not None
+        or req.other_categories_min_q is not None or req.fastest_trace_per_task or req.other_tasks_traces_only
 
 
 def eligible(pool: list[Candidate], req: RetrievalRequest, facts: dict[str, ItemFacts]) -> list[Candidate]:
@@ -229,8 +230,9 @@ def eligible(pool: list[Candidate], req: RetrievalRequest, facts: dict[str, Item
     The floor is relative to the best similarity among the admitted items of other tasks (the task's
     own kernels match its text almost entirely: beside them every lesson would look like noise)."""
     admitted = [c for c in pool if (fact := facts.get(c.item_id)) is not None
-                and not (req.feasible_traces_only and fact.kind == "trace" and not fact.optimisation_trace)]
-    if req.feasible_traces_only:
+                and not (req.feasible_traces_only and fact.kind == "trace" and not fact.optimisation_trace)
+                and not (req.other_tasks_traces_only and fact.kind == "trace" and fact.task_id == req.task_id)]
+    if req.fastest_trace_per_task:
         admitted = _fastest_trace_per_task(admitted, facts)
     top = max((c.similarity for c in admitted if req.task_id is None or facts[c.item_id].task_id != req.task_id),
               default=0.0)

@@ -4,8 +4,8 @@ Drafting retrieves every kind by Q1 and relevance, api_templates included: the b
 always in the prompt (it keeps the candidate contract), so a template whose text the scaffold
 already shows is never a candidate, and any other template competes for a slot like any item (the
 paper's cold start). Refining shows the start point and its children, and retrieves what can make
-this kernel faster: optimisation traces (feasible and timed; of each task only its fastest) and best
-practices, of any task and category; another category's item must reach a relevance floor
+this kernel faster: other tasks' optimisation traces (feasible and timed; of each task only its
+fastest) and best practices, of any category; another category's item must reach a relevance floor
 (``refine_min_relevance`` of the best candidate's similarity), so a refine prompt gets fewer items
 rather than noise. Value-driven methods choose by ``(1 - w) z(similarity) + w z(Q)`` within the pool
 (memory_lake.retrieval), an item never tried at the stage holding its prior (Q1: ``q1_init``; Q2: the
@@ -56,12 +56,15 @@ def choose_start_point(ctx: AgentContext, state: TaskState, attempt_id: str) -> 
 
 
 def stage_rules(stage: int, min_relevance: float) -> dict:
-    """The relevance rules of a stage's retrieval request (memory_lake.RetrievalRequest fields): none
-    when drafting; when refining, optimisation traces and best practices with a floor for other
-    categories (the agent's and the learning simulation's, benchmarks/memory_learning)."""
+    """The relevance rules of a stage's retrieval request (memory_lake.RetrievalRequest fields), the
+    agent's and the learning simulation's (benchmarks/memory_learning). Both stages: of each task's
+    working kernels only its fastest (a slower variant of a kernel shown adds kilobytes, not a lesson).
+    Refining: other tasks' optimisation traces and best practices (the task's own kernels are the start
+    point and its children), another category's only above the relevance floor."""
     if stage == 1:
-        return {}
-    return dict(kinds=REFINE_KINDS, feasible_traces_only=True, min_relevance=min_relevance, overfetch=4)
+        return dict(fastest_trace_per_task=True)
+    return dict(kinds=REFINE_KINDS, feasible_traces_only=True, fastest_trace_per_task=True,
+                other_tasks_traces_only=True, min_relevance=min_relevance, overfetch=4)
 
 
 def gather_context(ctx: AgentContext, task: TaskSpec, stage: int, attempt_id: str, record: bool = True,

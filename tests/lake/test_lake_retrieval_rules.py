@@ -123,15 +123,19 @@ def test_untried_lessons_of_other_categories_reach_refining(lake_factory):
                     title="separable max", body="gelu tanh vectorise simd elementwise: a separable max per window"),
             NewItem(kind="best_practice", backend="cpu", category="scan", item_id="bp-scan", task_id="t-scan",
                     title="interleave chains", body="vectorise simd loop: interleave independent serial chains"),
+            NewItem(kind="best_practice", backend="cpu", category="loss", item_id="bp-loss", task_id="t-loss",
+                    title="fused reductions", body="simd loop: one fused pass, no temporaries"),
         ])
-        rules = dict(feasible_traces_only=True, min_relevance=0.3, overfetch=4)
+        rules = dict(feasible_traces_only=True, min_relevance=0.1, overfetch=4)
         gated = lake.retrieve(req(**rules, category_first=True, other_categories_min_q=0.0), record=False)
         assert ids(gated) == []  # the rule before: nothing, ever
         got = lake.retrieve(req(**rules, q_weight=0.5), record=False)
-        assert set(ids(got)) == {"bp-pool", "bp-scan"} and all(r.q_value == 0.0 for r in got)  # untried: the prior
-        lake.update_values([ValueUpdate("bp-pool", 2, -1.0, 0.5)])  # it was shown and did not help
-        again = lake.retrieve(req(**rules, q_weight=0.5, n=1, spare=0), record=False)
-        assert ids(again) == ["bp-scan"]  # Q2 decides once it is known
+        assert set(ids(got)) == {"bp-pool", "bp-scan", "bp-loss"} and all(r.q_value == 0.0 for r in got)
+        assert ids(got)[0] == "bp-pool"  # untried, all at the prior: the most similar first
+        # shown, and they moved: refinements with bp-pool in context failed, with bp-scan got faster
+        lake.update_values([ValueUpdate("bp-pool", 2, -1.0, 1.0), ValueUpdate("bp-scan", 2, 1.0, 1.0)])
+        again = ids(lake.retrieve(req(**rules, q_weight=0.5), record=False))
+        assert again[0] == "bp-scan" and again.index("bp-pool") > 0  # Q2 decides once it is known
     finally:
         lake.close()
 
@@ -148,7 +152,7 @@ def test_the_blend_lets_a_similar_untried_item_beat_a_barely_tried_one():
     assert blended_scores([Candidate("a", 3.0, 0.0), Candidate("b", 1.0, 0.0)], 0.5)["a"] > 0  # equal Q: similarity
 
 
-def test_of_another_task_only_its_fastest_kernel_and_the_floor_ignores_the_tasks_own(lake_factory):
+def test_of_each_task_only_its_fastest_kernel_and_the_floor_ignores_the_tasks_own(lake_factory):
     lake = Lake.create(lake_factory.new(), "cpu")
     try:
         text = "gelu activation tanh vectorise simd elementwise loop"
@@ -162,9 +166,11 @@ def test_of_another_task_only_its_fastest_kernel_and_the_floor_ignores_the_tasks
             NewItem(kind="best_practice", backend="cpu", category="matmul", item_id="bp-far", task_id="mm",
                     title="tiles", body="matmul tiles simd"),
         ])
-        got = ids(lake.retrieve(req(feasible_traces_only=True, min_relevance=0.1, overfetch=4, q_weight=0.5),
-                                record=False))
+        rules = dict(feasible_traces_only=True, fastest_trace_per_task=True, min_relevance=0.1, overfetch=4, q_weight=0.5)
+        got = ids(lake.retrieve(req(**rules), record=False))
         assert "other-fast" in got and "other-slow" not in got and "own" in got
+        refining = ids(lake.retrieve(req(**rules, other_tasks_traces_only=True), record=False))
+        assert "other-fast" in refining and "own" not in refining  # its own kernels: start point and children
         facts = {"own": ItemFacts("trace", "activation", True, 2.0, "L1/gelu"),
                  "lesson": ItemFacts("best_practice", "scan", None, None, "t2")}
         pool = [Candidate("own", 50.0, 0.0), Candidate("lesson", 2.0, 0.0)]
