@@ -17,6 +17,7 @@ from kernelbench_npu.spec import TaskSpec
 
 from evokernel.prompts.budget import SECTION_BUDGETS, BlockSection, Fitted, SectionSize, fit_text
 from evokernel.prompts.dedup import ShownTexts, repeat_of
+from evokernel.prompts.lessons import measured_summary
 from evokernel.prompts.shaping import compact_ok_lines, elide_unchanged, without_worked_example
 from evokernel.prompts.text import cap as _cap
 from evokernel.prompts.text import fenced, template
@@ -59,8 +60,9 @@ def render_item(item: ContextItem, number: int, shown: ShownTexts) -> _Rendered:
     body_where = shown.where(item.body)
     parts = [head]
     if item.body and item.body.strip():
+        body = measured_summary(item.body) if item.kind == "trace" and getattr(item, "feasible", None) else item.body
         parts.append(f"(Same text as {body_where}; not repeated.)" if body_where
-                     else _cap(compact_ok_lines(item.body), MAX_ITEM_BODY))
+                     else _cap(compact_ok_lines(body), MAX_ITEM_BODY))
     if code:
         parts.append(_code(code, shown))
     return _Rendered("\n".join(parts), False)
@@ -183,8 +185,8 @@ def build_refine_prompt(task: TaskSpec, scaffold: str, start_point: ContextItem,
 def _best_line(best_ms: float | None, best_speedup: float | None) -> str:
     if best_speedup is not None:
         during = f" ({best_ms:.4g} ms in that run)" if best_ms is not None else ""
-        return (f"The best correct kernel so far runs {best_speedup:.3g}x as fast as the reference, timed side "
-                f"by side with it{during}; beat that speedup.")
+        return (f"The best correct kernel so far runs {best_speedup:.3g}x as fast as the reference (the median "
+                f"over rounds of reference time / its time, timed side by side with it{during}); beat that speedup.")
     if best_ms is not None:
         return f"The best correct kernel so far runs in {best_ms:.4g} ms; beat it."
     return "No latency has been measured yet."

@@ -1,9 +1,9 @@
-"""What a failed kernel teaches, in a few lines instead of its code: the gate it failed, the error,
-the line the verifier points at, and what fixed it when a later attempt of its task passed that gate.
-
-A failed trace is shown this way in drafting and refining prompts (evokernel.agent.lessons reads the
-facts from the lake): its code is mostly what worked elsewhere, the lesson is the difference. Pure
-text: no lake, no verifier.
+"""What a past kernel teaches, in a few lines. A failed one: the gate it failed, the error, the line
+the verifier points at, and what fixed it when a later attempt of its task passed that gate, instead
+of its code (its code is mostly what worked elsewhere, the lesson is the difference; evokernel.agent.
+lessons reads the facts from the lake). A working one keeps its code, and its verdict is cut to what
+it measured (speedup, roofline, a flag by what was found): the feedback it got then spoke to the model
+that wrote it. Pure text: no lake, no verifier.
 """
 
 from __future__ import annotations
@@ -32,6 +32,18 @@ def failure_lesson(gate: str | None, feedback: str | None, code: str | None,
     else:
         lines.append("no later attempt of that task passed this gate")
     return "\n".join(lines)
+
+
+def measured_summary(feedback: str) -> str:
+    """A working kernel's verdict as a memory item shows it: its latency and roofline lines, and a flag
+    by what was found (its first clause), without the pass marks or what it told that kernel's author."""
+    kept = []
+    for line in (raw.strip() for raw in feedback.splitlines()):
+        if line.startswith(("latency:", "roofline:")):
+            kept.append(line)
+        elif line.startswith("flag:"):
+            kept.append(line.split(";")[0])
+    return "\n".join(kept) or feedback.strip()
 
 
 def error_line(feedback: str) -> str:
