@@ -20,7 +20,7 @@ from reports.plots import Figure
 from reports.quality import QualityReport
 from reports.tables import (
     Table, best_kernels_table, breakdown_table, comparison_tables, first_solves_table, headline_lines,
-    provenance_table, quality_table,
+    provenance_table, quality_table, task_table,
 )
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "index.html"
@@ -47,8 +47,8 @@ class ReportContent:
         m = self.metrics
         key = comparison_tables(m.overall()) if m.has_attempts else ()
         per_campaign = tuple(breakdown_table(m.groups, c) for c in m.campaign_ids if m.groups.height)
-        detail = (best_kernels_table(m.speedups), first_solves_table(m.first_solves), provenance_table(m.provenance_items),
-                  machine_table(m.machine_outcomes))
+        detail = (task_table(m.task_outcomes), best_kernels_table(m.speedups), first_solves_table(m.first_solves),
+                  provenance_table(m.provenance_items), machine_table(m.machine_outcomes))
         return (*key, *per_campaign, *(t for t in detail if t.rows))
 
 
