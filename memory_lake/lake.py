@@ -14,6 +14,7 @@ and the api_template list is cached per docs file.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 import uuid
@@ -269,13 +270,16 @@ class Lake(LakeReads):
         kinds = retrieval.pool_kinds(req, ITEM_KINDS)
         ctx = retrieval.ScoringContext(self._con, files, self._reader, self._scratch)
         pool = self.scorer.pool(ctx, req, kinds, req.pool_size * req.overfetch)
-        q = self._q.get([c.item_id for c in pool], req.stage, req.q_prior)
-        pool = [retrieval.Candidate(c.item_id, c.similarity, q[c.item_id]) for c in pool]
+        q = self._q.get([c.item_id for c in pool], req.stage, math.nan)  # nan: never updated at the stage
+        prior = self._q.q_init if req.q_prior is None else req.q_prior
+        untried = {i for i, v in q.items() if math.isnan(v)}
+        pool = [retrieval.Candidate(c.item_id, c.similarity, prior if c.item_id in untried else q[c.item_id])
+                for c in pool]
         facts = None
         if retrieval.filters(req):  # the request's relevance rules read each pool item's facts
             rows = self._item_rows(files, [c.item_id for c in pool])
             facts = {i: retrieval.ItemFacts(r[1], r[7], r[8], r[9], r[5]) for i, r in rows.items()}
-        return retrieval.select(pool, req, facts)
+        return retrieval.select(pool, req, facts, untried)
 
     def _materialise(self, files: Files, chosen: list[retrieval.Choice]) -> tuple[RetrievedItem, ...]:
         ids = [c.candidate.item_id for c in chosen]

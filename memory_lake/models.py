@@ -76,6 +76,8 @@ class RetrievalRequest:
     overfetch: int = 1  # pool of overfetch * lam * n by similarity before the rules, cut to lam * n after
     spare: int = 0  # choices made after the n, from the same pool (for a caller that may skip some)
     q_prior: float | None = None  # the Q of an item never updated at this stage (None: the lake's q_init)
+    # the Q of such a lesson (experience, best practice) of the request's own task or op category (None: q_prior)
+    q_prior_related: float | None = None
     q_weight: float = 1.0  # value strategy: score = (1 - w) z(similarity) + w z(Q) over the pool (1: Q only)
 
     def __post_init__(self) -> None:

@@ -7,8 +7,9 @@
    similarity then item id), ``heuristic`` = the n most similar (the paper's ablation). The score
    blends similarity and the stage's Q as MemRL does, ``(1 - w) z(similarity) + w z(Q)`` with both
    z-scored over the pool and ``w = q_weight`` (1: the highest Q, ties by similarity); an item never
-   updated at the stage has the request's prior Q, so an untried item competes by its similarity
-   and Q decides once it has one;
+   updated at the stage has the request's prior Q (``q_prior_related`` for a lesson of the task itself
+   or its op category, when set), so an untried item competes by its similarity and Q decides once it
+   has one;
 3. in drafting (stage 1) the active backend's api_templates are added in front, unless the request
    says ``include_templates=False`` (the agent's: templates then compete in the pool like any item).
 
@@ -41,6 +42,9 @@ from memory_lake.readstate import Files
 from memory_lake.schema import POSTINGS
 from memory_lake.sqlfiles import sql
 from memory_lake.text import query_terms
+
+
+LESSON_KINDS = ("experience", "best_practice")  # distilled items (q_prior_related applies to them)
 
 
 @dataclass(frozen=True)
@@ -220,9 +224,27 @@ def _term_df(ctx: ScoringContext, path: str) -> dict[str, int]:
 
 
 def filters(req: RetrievalRequest) -> bool:
-    """Whether the request has relevance rules that need the pool items' facts."""
+    """Whether the request has relevance rules (or priors) that need the pool items' facts."""
     return req.feasible_traces_only or req.min_relevance > 0 or req.category_first \
-        or req.other_categories_min_q is not None or req.fastest_trace_per_task or req.other_tasks_traces_only
+        or req.other_categories_min_q is not None or req.fastest_trace_per_task or req.other_tasks_traces_only \
+        or req.q_prior_related is not None
+
+
+def with_priors(pool: list[Candidate], req: RetrievalRequest, facts: dict[str, ItemFacts] | None,
+                untried: set[str]) -> list[Candidate]:
+    """The pool with each untried item's Q set to its prior: ``q_prior_related`` for a lesson (an
+    experience or best practice) of the request's own task or op category, when set and the item's
+    facts are known, else as given."""
+    if req.q_prior_related is None or not facts or not untried:
+        return pool
+
+    def related(item_id: str) -> bool:
+        fact = facts.get(item_id)
+        return fact is not None and fact.kind in LESSON_KINDS and (
+            (req.task_id is not None and fact.task_id == req.task_id)
+            or (req.category is not None and fact.category == req.category))
+    return [Candidate(c.item_id, c.similarity, req.q_prior_related, c.category)
+            if c.item_id in untried and related(c.item_id) else c for c in pool]
 
 
 def eligible(pool: list[Candidate], req: RetrievalRequest, facts: dict[str, ItemFacts]) -> list[Candidate]:
@@ -262,8 +284,11 @@ def _fastest_trace_per_task(pool: list[Candidate], facts: dict[str, ItemFacts]) 
                                     and fastest[facts[c.item_id].task_id] != c.item_id)]
 
 
-def select(pool: list[Candidate], req: RetrievalRequest, facts: dict[str, ItemFacts] | None) -> list[Choice]:
-    """The request's relevance rules (with the pool items' facts), the pool cut to its size, the choice."""
+def select(pool: list[Candidate], req: RetrievalRequest, facts: dict[str, ItemFacts] | None,
+           untried: set[str] = frozenset()) -> list[Choice]:
+    """The untried items' priors, the request's relevance rules (with the pool items' facts), the pool
+    cut to its size, the choice."""
+    pool = with_priors(pool, req, facts, untried)
     if filters(req):
         pool = eligible(pool, req, facts or {})
     return choose(pool[: req.pool_size], req)

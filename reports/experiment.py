@@ -83,11 +83,13 @@ def run_rows(run: RunRef, tasks: Sequence[str]) -> pl.DataFrame:
             "fast_1": float(correct and best is not None and best > 1.0),
             "fast_1_5": float(correct and best is not None and best > 1.5),
             "log_speedup": math.log(best) if best else None, "log_draft_speedup": math.log(draft) if draft else None,
+            "draft_speedup_source": o.get("draft_speedup_source"),
             "correct_kernels": int(o.get("n_correct") or 0), "tokens": int(o.get("tokens") or 0),
             "cost_usd": float(o.get("cost_usd") or 0.0), "llm_calls": int(o.get("llm_calls") or 0),
             "machine_outcomes": int(per_task_machine.get(task, 0)), "latency_not_measured": unmeasured,
         })
-    return pl.DataFrame(rows, schema_overrides={"log_speedup": pl.Float64, "log_draft_speedup": pl.Float64})
+    return pl.DataFrame(rows, schema_overrides={"log_speedup": pl.Float64, "log_draft_speedup": pl.Float64,
+                                                "draft_speedup_source": pl.String})
 
 
 def summarise(per_task: pl.DataFrame, methods: Sequence[str]) -> pl.DataFrame:
@@ -163,6 +165,12 @@ def markdown(summary: pl.DataFrame, methods: Sequence[str], runs: Sequence[RunRe
         fmt = "{:.2f}x" if metric in geo else "{:+.3f}"
         lines.append(f"| {labels[metric]} | " + " | ".join(NOT_MEASURED if c["not_measured"] else Interval(
             c["diff"], c["diff_low"], c["diff_high"], c["n"]).text(fmt) for c in cells) + " |")
+    sources = per_task["draft_speedup_source"].drop_nulls()
+    if sources.len():
+        measured = int(sources.is_in(["paired", "same kernel"]).sum())
+        lines += ["", f"Speedup over first draft: {measured} of {sources.len()} (task, seed) ratios measured when the "
+                  "task ended (the draft and the best kernel timed in the same rounds, or the best kernel is the draft: "
+                  "exactly 1); the rest estimated from the two kernels' own verifications."]
     lines += ["", "Runs:", ""] + [f"- {r.method}, seed {r.seed}: campaign `{r.campaign_id}` in `{r.lake}` "
                                    f"({per_task.filter(pl.col('campaign_id') == r.campaign_id)['status'].first()})"
                                    for r in runs]

@@ -62,9 +62,10 @@ def html_table(table: Table) -> str:
     for index, row in enumerate(table.rows):
         css = ' class="fail"' if index in table.failed_rows else ""
         body.append(f"<tr{css}>" + "".join(f"<td>{_esc(cell)}</td>" for cell in row) + "</tr>")
-    caption = f"<caption>{_esc(table.caption)}</caption>" if table.caption else ""
-    return (f'<h3>{_esc(table.title)}</h3><div class="table-wrap"><table>{caption}'
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
+    # the caption (what each figure is) below the scrolling wrapper: a wide table never hides its text
+    caption = f'<p class="caption">{_esc(table.caption)}</p>' if table.caption else ""
+    return (f'<h3>{_esc(table.title)}</h3><div class="table-wrap"><table>'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{caption}")
 
 
 def _html_figure(figure: Figure) -> str:

@@ -187,6 +187,10 @@ SOURCES = {"paired": "draft and best timed in the same rounds (median of per-rou
            "separate verifications": "estimate: ratio of medians from two verifications; conservative bound as CI"}
 
 
+SHORT_SOURCES = {"paired": " (one paired run)", "same kernel": " (the draft itself)",
+                 "separate verifications": " (estimate from two runs)"}
+
+
 def _flag_note(row: Mapping[str, Any]) -> str:
     return " (noisy timing)" if row.get("best_timing_flag") == "noisy" else ""
 
@@ -198,7 +202,8 @@ def task_table(outcomes: pl.DataFrame, limit: int = 60) -> Table:
          f"{r['n_correct']} ({share(r['n_correct'] / r['n_attempts'])})",
          "–" if r["first_feasible_iteration"] is None else str(r["first_feasible_iteration"]),
          speedup(r["best_speedup"], r["best_ci_low"], r["best_ci_high"]),
-         speedup(r["draft_speedup"], r["draft_speedup_ci_low"], r["draft_speedup_ci_high"]))
+         speedup(r["draft_speedup"], r["draft_speedup_ci_low"], r["draft_speedup_ci_high"])
+         + SHORT_SOURCES.get(r.get("draft_speedup_source") or "", ""))
         for r in outcomes.head(limit).iter_rows(named=True) if r["n_attempts"])
     return Table("Per task: compile rate and correctness per attempt, best kernel",
                  ("campaign", "task", "attempts", "compiled (per attempt)", "correct (per attempt)",

@@ -36,7 +36,8 @@ def product_config() -> SimConfig:
     """The simulation run with the product's defaults (evokernel.config.Settings)."""
     s = Settings()
     return SimConfig(alpha=s.alpha, epsilon=s.epsilon, n=s.retrieval_n, lam=s.retrieval_lambda, q_init=s.q_init,
-                     q1_init=s.q1_init, q_weight=s.retrieval_q_weight, min_relevance=s.refine_min_relevance)
+                     q1_init=s.q1_init, q1_init_related=s.q1_init_related, q_weight=s.retrieval_q_weight,
+                     min_relevance=s.refine_min_relevance)
 
 
 def outcomes_table(runs: dict[str, Runs], names: tuple[str, ...] = OUTCOMES) -> list[str]:
@@ -102,6 +103,7 @@ def main() -> int:
                             "curve": points, "outcomes": {k: {o: asdict(r.interval(o)) for o in OUTCOMES + REFINE_OUTCOMES}
                                                           for k, r in runs.items()}}
     ablations = {"defaults": base, "q1_init 0 (optimistic prior)": replace(base, q1_init=0.0),
+                 "q1_init_related -1 (an untried lesson of the category starved)": replace(base, q1_init_related=-1.0),
                  "Q only (q_weight 1, the choice before issue 35)": replace(base, q_weight=1.0),
                  "Q only and gated refining (before issue 35)": replace(base, q_weight=1.0, gated=True),
                  "alpha 0.3 (former default)": replace(base, alpha=0.3),
@@ -121,12 +123,13 @@ def main() -> int:
         data["sweep"] = {}
         for world_name, params in WORLDS.items():
             rows = sweep(params, base, range(args.sweep_seeds), q_weight=(0.0, 0.25, 0.5, 0.75, 1.0),
-                         q1_init=(-1.0, -0.5, 0.0), q_init=(-0.5, 0.0, 0.5), alpha=(0.05, 0.1, 0.3),
-                         epsilon=(0.0, 0.1, 0.3), lam=(2, 3, 5))
-            md += [f"### {world_name}", "", "| q_weight | q1_init | q_init (Q2 prior) | alpha | epsilon | lambda | "
-                   "feasible drafts / drafts | log speedup best / first feasible |", "|---|---|---|---|---|---|---|---|"]
-            md += [f"| {c.q_weight} | {c.q1_init} | {c.q_init} | {c.alpha} | {c.epsilon} | {c.lam} | "
-                   f"{d.text('{:.3f}')} | {g.text('{:.3f}')} |" for c, d, g in rows] + [""]
+                         q1_init=(-1.0, -0.5, 0.0), q1_init_related=(-1.0, -0.5, 0.0), q_init=(-0.5, 0.0, 0.5),
+                         alpha=(0.05, 0.1, 0.3), epsilon=(0.0, 0.1, 0.3), lam=(2, 3, 5))
+            md += [f"### {world_name}", "", "| q_weight | q1_init | q1_init_related | q_init (Q2 prior) | alpha | "
+                   "epsilon | lambda | feasible drafts / drafts | log speedup best / first feasible |",
+                   "|---|---|---|---|---|---|---|---|---|"]
+            md += [f"| {c.q_weight} | {c.q1_init} | {c.q1_init_related} | {c.q_init} | {c.alpha} | {c.epsilon} | "
+                   f"{c.lam} | {d.text('{:.3f}')} | {g.text('{:.3f}')} |" for c, d, g in rows] + [""]
             data["sweep"][world_name] = [(asdict(c), asdict(d), asdict(g)) for c, d, g in rows]
     md.append(f"_{time.perf_counter() - started:.0f} s on this machine (2 shared cores, under other engineers' load)._")
     text = "\n".join(md) + "\n"

@@ -52,6 +52,7 @@ class SimConfig:
     budget: int = 10
     q_init: float = 0.0  # the Q2 of an item never used in a refinement (and the lake's q_init)
     q1_init: float = -1.0  # the Q1 of an item never used in a draft (the agent's q1_init setting)
+    q1_init_related: float | None = None  # the Q1 of an untried item of the task's category (None: q1_init)
     q_weight: float = 1.0  # the blend's weight of Q: (1 - w) z(similarity) + w z(Q) (1: Q only)
     min_relevance: float = 0.3  # refining: other categories' floor (the agent's refine_min_relevance)
     gated: bool = False  # refining as before issue 35: the task's category first, others only with Q2 > 0
@@ -90,22 +91,26 @@ class Memory(Protocol):
 
 class InMemory:
     """Q values in a dict, the lake's rule (q_step) applied in the lake's order; ``prior``: the Q of
-    an item never updated, per stage."""
+    an item never updated, per stage; an item's first update starts from the Q it was chosen with
+    (the agent's rule: its prior, evokernel.agent.step)."""
 
     def __init__(self, prior: dict[int, float]) -> None:
-        self.prior, self._q = prior, {}
+        self.prior, self._q, self._chosen = prior, {}, {}
 
     def q(self, item_ids, stage):
         return {i: self._q.get((i, stage), self.prior[stage]) for i in item_ids}
 
     def pick(self, pool, req, facts):
+        untried = {c.item_id for c in pool if (c.item_id, req.stage) not in self._q}
         q = self.q([c.item_id for c in pool], req.stage)
-        return [ch.candidate.item_id
-                for ch in select([Candidate(c.item_id, c.similarity, q[c.item_id]) for c in pool], req, facts)]
+        chosen = select([Candidate(c.item_id, c.similarity, q[c.item_id]) for c in pool], req, facts, untried)
+        self._chosen = {ch.candidate.item_id: ch.candidate.q for ch in chosen}
+        return [ch.candidate.item_id for ch in chosen]
 
     def update(self, item_ids, stage, reward, alpha):
         for item_id in dict.fromkeys(item_ids):
-            self._q[(item_id, stage)] = q_step(self._q.get((item_id, stage), self.prior[stage]), reward, alpha)
+            before = self._q.get((item_id, stage), self._chosen.get(item_id, self.prior[stage]))
+            self._q[(item_id, stage)] = q_step(before, reward, alpha)
 
     def moved(self, item_id: str, stage: int) -> bool:
         return (item_id, stage) in self._q
@@ -116,10 +121,11 @@ class LakeMemory:
 
     def __init__(self, root: Path, world: World, prior: dict[int, float]) -> None:
         self._pool: list[Candidate] = []
+        self._chosen: dict[str, float] = {}
         self.prior = prior
         self._moved: set[tuple[str, int]] = set()
         self.lake = Lake.create(root, "sim", q_init=prior[2], scorer=self)
-        self.lake.add_items([NewItem(kind="best_practice", backend="sim", category=str(i.category), item_id=i.item_id,
+        self.lake.add_items([NewItem(kind=_kind(i), backend="sim", category=str(i.category), item_id=i.item_id,
                                      title=i.item_id, body=f"simulated item {i.item_id}") for i in world.items])
 
     def pool(self, ctx, req, kinds, k):  # the SimilarityScorer protocol
@@ -127,10 +133,12 @@ class LakeMemory:
 
     def pick(self, pool, req, facts):
         self._pool = pool  # the lake reads the same facts from its items rows
-        return [r.item_id for r in self.lake.retrieve(req, record=False)]
+        chosen = self.lake.retrieve(req, record=False)
+        self._chosen = {r.item_id: r.q_value for r in chosen}
+        return [r.item_id for r in chosen]
 
     def update(self, item_ids, stage, reward, alpha):
-        self.lake.update_values([ValueUpdate(i, stage, reward, alpha, prior=self.prior[stage])
+        self.lake.update_values([ValueUpdate(i, stage, reward, alpha, prior=self._chosen.get(i, self.prior[stage]))
                                  for i in dict.fromkeys(item_ids)])
         self._moved.update((i, stage) for i in item_ids)
 
@@ -204,8 +212,13 @@ def _pool(world: World, items: tuple[Item, ...], task: Task, req: RetrievalReque
     its rules read (every simulated item is a best practice of its category)."""
     ranked = sorted((Candidate(i.item_id, world.similarity(i, task)) for i in items),
                     key=lambda c: (-c.similarity, c.item_id))[: req.pool_size * req.overfetch]
-    return ranked, {c.item_id: ItemFacts("best_practice", str(world.by_id[c.item_id].category), None, None)
-                    for c in ranked}
+    return ranked, {c.item_id: ItemFacts(_kind(world.by_id[c.item_id]), str(world.by_id[c.item_id].category),
+                                         None, None) for c in ranked}
+
+
+def _kind(item: Item) -> str:
+    """A seed item stands for backend knowledge (an API template), a born one for a distilled lesson."""
+    return "api_template" if item.born < 0 else "best_practice"
 
 
 def _count_context(result: RunResult, world: World, task: Task, stage: int, context: list[str]) -> None:
@@ -231,7 +244,7 @@ def _request(config: SimConfig, task: Task, stage: int, iteration: int, seed: in
                             category=str(task.category), backend="sim", stage=stage, n=config.n, lam=config.lam,
                             epsilon=epsilon, seed=seed_for(seed, task.task_id, iteration), strategy=strategy,
                             include_templates=False, q_prior=priors(config)[stage], q_weight=config.q_weight,
-                            **rules)
+                            q_prior_related=config.q1_init_related if stage == 1 else None, **rules)
 
 
 def _outcome(world: World, task: Task, stage: int, context: list[str], best: float | None,

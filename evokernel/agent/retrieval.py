@@ -8,8 +8,9 @@ this kernel faster: other tasks' optimisation traces (feasible and timed; of eac
 fastest) and best practices, of any category; another category's item must reach a relevance floor
 (``refine_min_relevance`` of the best candidate's similarity), so a refine prompt gets fewer items
 rather than noise. Value-driven methods choose by ``(1 - w) z(similarity) + w z(Q)`` within the pool
-(memory_lake.retrieval), an item never tried at the stage holding its prior (Q1: ``q1_init``; Q2: the
-lake's ``q_init``): an untried lesson from another task competes by its similarity until its Q is
+(memory_lake.retrieval), an item never tried at the stage holding its prior (Q1: ``q1_init``, or
+``q1_init_related`` for an item of the task itself or its op category, such as a lesson distilled for
+it; Q2: the lake's ``q_init``): an untried lesson from another task competes by its similarity until its Q is
 known, then Q decides (issue 35: behind a "Q2 > 0" gate no other category's item was ever shown, so
 none ever earned a Q2). A failed trace is shown by its lesson (evokernel.agent.lessons), not its code.
 
@@ -99,6 +100,7 @@ def retrieval_request(ctx: AgentContext, task: TaskSpec, stage: int, attempt_id:
         seed=seed_for(ctx.campaign_id, attempt_id, "retrieve"), strategy=ctx.policy.retrieval,
         include_templates=False, exclude_item_ids=excluded,
         q_prior=settings.q1_init if stage == 1 else None, q_weight=settings.retrieval_q_weight,
+        q_prior_related=settings.q1_init_related if stage == 1 else None,
         **stage_rules(stage, settings.refine_min_relevance))
 
 

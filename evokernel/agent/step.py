@@ -140,17 +140,19 @@ def applied_reward(row: dict) -> float | None:
 
 
 def _apply_value_updates(ctx: AgentContext, row: dict) -> None:
-    """Q1 for every retrieved item (drafting); Q2 for the start point and retrieved items (refining)."""
+    """Q1 for every retrieved item (drafting); Q2 for the start point and retrieved items (refining).
+    An item's first update of a stage starts from the Q it was chosen with (its prior, recorded with
+    the retrieval: ``q1_init``, or ``q1_init_related`` for an item of the task or its category)."""
     stage, attempt_id, reward = int(row["stage"]), row["attempt_id"], applied_reward(row)
     if reward is None:
         return
     done = ctx.lake.updates_for_attempt(attempt_id)
-    retrieved = [item.item_id for item in ctx.lake.retrieved_for_attempt(attempt_id)]
-    targets = retrieved + ([row["start_point_item_id"]] if stage == 2 and row["start_point_item_id"] else [])
+    chosen_with = {item.item_id: item.q_value for item in ctx.lake.retrieved_for_attempt(attempt_id)}
+    targets = list(chosen_with) + ([row["start_point_item_id"]] if stage == 2 and row["start_point_item_id"] else [])
     updates = [
         ValueUpdate(item_id=item_id, stage=stage, reward=reward, alpha=ctx.settings.alpha,
                     attempt_id=attempt_id, campaign_id=row["campaign_id"],
-                    prior=ctx.settings.q1_init if stage == 1 else None)
+                    prior=chosen_with.get(item_id, ctx.settings.q1_init) if stage == 1 else None)
         for item_id in dict.fromkeys(targets) if (item_id, stage) not in done
     ]
     if updates:

@@ -178,3 +178,31 @@ def test_of_each_task_only_its_fastest_kernel_and_the_floor_ignores_the_tasks_ow
         assert [c.item_id for c in eligible(pool, rules, facts)] == ["own", "lesson"]  # not 2 < 0.3 * 50
     finally:
         lake.close()
+
+
+def test_an_untried_lesson_of_the_task_or_its_category_is_not_starved_by_the_drafting_prior(lake_factory):
+    """Issue 35: with every untried item at Q1 = -1, a lesson distilled for the very task sat below
+    every item that had once been in a feasible draft's context. Its own prior (q_prior_related)
+    lets it compete; an untried item of another category keeps the cautious one."""
+    lake = Lake.create(lake_factory.new(), "cpu")
+    try:
+        lake.add_items([
+            NewItem(kind="trace", backend="cpu", category="activation", item_id="trace-same-category", task_id="t-act",
+                    title="gelu", body="gelu activation tanh vectorise simd elementwise", code="// k", feasible=False),
+            NewItem(kind="experience", backend="cpu", category="matmul", item_id="tried", task_id="t-mm",
+                    title="gelu", body="gelu activation tanh vectorise simd elementwise"),
+            NewItem(kind="experience", backend="cpu", category="activation", item_id="own-lesson", task_id="L1/gelu",
+                    title="gelu", body="gelu activation tanh vectorise simd elementwise"),
+            NewItem(kind="experience", backend="cpu", category="pooling", item_id="other-lesson", task_id="t-pool",
+                    title="gelu", body="gelu activation tanh vectorise simd elementwise"),
+        ])
+        lake.update_values([ValueUpdate("tried", 1, 1.0, 0.1, prior=-1.0)])  # once in a feasible draft: -0.8
+        draft = dict(stage=1, kinds=None, n=4, lam=1, q_prior=-1.0, q_weight=1.0)  # by Q, as before issue 35
+        starved = lake.retrieve(req(**draft), record=False)
+        assert ids(starved)[0] == "tried" and {r.q_value for r in starved[1:]} == {-1.0}
+        got = lake.retrieve(req(**draft, q_prior_related=0.0), record=False)
+        assert ids(got)[0] == "own-lesson" and got[0].q_value == 0.0
+        q = {r.item_id: r.q_value for r in got}
+        assert q["other-lesson"] == -1.0 and q["trace-same-category"] == -1.0  # lessons only, of the task or category
+    finally:
+        lake.close()
