@@ -185,8 +185,8 @@ def build_refine_prompt(task: TaskSpec, scaffold: str, start_point: ContextItem,
 def _best_line(best_ms: float | None, best_speedup: float | None) -> str:
     if best_speedup is not None:
         during = f" ({best_ms:.4g} ms in that run)" if best_ms is not None else ""
-        return (f"The best correct kernel so far runs {best_speedup:.3g}x as fast as the reference (the median "
-                f"over rounds of reference time / its time, timed side by side with it{during}); beat that speedup.")
+        return (f"The best correct kernel so far runs {best_speedup:.3g}x as fast as the reference: the median over "
+                f"rounds of reference time / its time, both timed in each round{during}; beat that speedup.")
     if best_ms is not None:
         return f"The best correct kernel so far runs in {best_ms:.4g} ms; beat it."
     return "No latency has been measured yet."

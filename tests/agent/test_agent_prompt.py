@@ -88,8 +88,8 @@ def test_a_refine_prompt_shows_each_kernel_once_and_writes_nothing(lake_with_ker
     assert "0.45 ms, 2.20x vs reference**" in out  # the start point
     assert "iteration 0: feasible" not in out and "iteration 1: feasible" not in out
     # the incumbent is the highest paired speedup (t2, timed under more load), not the lowest latency (t0)
-    assert ("The best correct kernel so far runs 2.2x as fast as the reference (the median over rounds of "
-            "reference time / its time, timed side by side with it (0.45 ms in that run)); beat that speedup.") in out
+    assert ("The best correct kernel so far runs 2.2x as fast as the reference: the median over rounds of "
+            "reference time / its time, both timed in each round (0.45 ms in that run); beat that speedup.") in out
     assert _files(lake) == before  # no retrievals recorded, nothing compacted or added
     with Lake.open(lake) as opened:
         assert opened.snapshots() == snapshots  # no commit, not even one held in the catalog's WAL

@@ -62,8 +62,8 @@ def test_the_refine_prompt_holds_start_point_children_best_and_items():
 
 def test_the_refine_target_is_the_paired_speedup_not_a_latency_from_another_run():
     prompt = build_refine_prompt(TASK, SCAFFOLD, START, [], [], 0.9, None, best_speedup=1.84)
-    assert ("runs 1.84x as fast as the reference (the median over rounds of reference time / its time, timed "
-            "side by side with it (0.9 ms in that run)); beat that speedup.") in prompt.user
+    assert ("runs 1.84x as fast as the reference: the median over rounds of reference time / its time, both "
+            "timed in each round (0.9 ms in that run); beat that speedup.") in prompt.user
     assert "0.9 ms; beat it" not in prompt.user
 
 
