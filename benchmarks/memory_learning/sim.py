@@ -56,6 +56,7 @@ class SimConfig:
     q_weight: float = 1.0  # the blend's weight of Q: (1 - w) z(similarity) + w z(Q) (1: Q only)
     min_relevance: float = 0.3  # refining: other categories' floor (the agent's refine_min_relevance)
     gated: bool = False  # refining as before issue 35: the task's category first, others only with Q2 > 0
+    category_first: bool = False  # refining: the task's category first, then others (no Q2 bound)
     attribute: bool = True
     normalise: bool = True
     record_every: int = 20  # steps between two points of the Q curves
@@ -240,6 +241,8 @@ def _request(config: SimConfig, task: Task, stage: int, iteration: int, seed: in
     rules = stage_rules(stage, config.min_relevance)
     if config.gated and stage == 2:
         rules.update(category_first=True, other_categories_min_q=0.0 if config.strategy == "value" else None)
+    elif config.category_first and stage == 2:
+        rules.update(category_first=True)
     return RetrievalRequest(attempt_id=f"{task.task_id}/{iteration}", task_id=task.task_id, task_text="",
                             category=str(task.category), backend="sim", stage=stage, n=config.n, lam=config.lam,
                             epsilon=epsilon, seed=seed_for(seed, task.task_id, iteration), strategy=strategy,
