@@ -46,6 +46,10 @@ class Settings(BaseSettings):
     retrieval_lambda: int = Field(3, ge=1)
     q_init: float = 0.0  # the lake's initial Q: Q2 of an item never used in a refinement
     q1_init: float = Field(-1.0, ge=-1, le=1)  # Q1 of an item never used in a draft: assumed of no help
+    # ... unless it is a lesson (experience, best practice) of the task itself or its op category
+    q1_init_related: float = Field(0.0, ge=-1, le=1)
+    # value-driven choice within the pool: score = (1 - w) z(similarity) + w z(Q) (MemRL's blend; 1 = Q only)
+    retrieval_q_weight: float = Field(0.5, ge=0, le=1)
     # refining retrieves items at least this share of the best candidate's similarity (fewer, not noise)
     refine_min_relevance: float = Field(0.3, ge=0, le=1)
 

@@ -16,7 +16,7 @@ from memory_lake.models import (
     SeedItemRow,
     ValueUpdate,
 )
-from memory_lake.reads import AttemptRow, CampaignState, ChildTrace, TaskAttempt, TaskProgress
+from memory_lake.reads import AttemptRow, CampaignState, ChildTrace, FailureAndFix, TaskAttempt, TaskProgress
 from memory_lake.retrieval import Bm25Scorer, Candidate, SimilarityScorer
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "Bm25Scorer",
     "CampaignState",
     "ChildTrace",
+    "FailureAndFix",
     "Candidate",
     "Lake",
     "LakeError",

@@ -19,7 +19,7 @@ import duckdb
 
 from memory_lake import datapath, engine
 from memory_lake.errors import LakeError
-from memory_lake.schema import (ALL_TABLES, PARQUET_COMPRESSION, ROW_GROUP_ROWS, column_type,
+from memory_lake.schema import (ADDED_TABLES, ALL_TABLES, PARQUET_COMPRESSION, ROW_GROUP_ROWS, column_type,
                                 create_table_sql)
 from memory_lake.sqlfiles import sql
 from memory_lake.storage import CATALOG_FILE, Location, normalise_data_path, parse
@@ -172,11 +172,26 @@ def stored_table_options(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str]
             in con.execute(f"FROM {engine.ALIAS}.options()").fetchall() if scope == "TABLE" and scope_entry}
 
 
+def _present_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
+    return {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = $db",
+                                          {"db": engine.ALIAS}).fetchall()}
+
+
+def add_missing_tables(con: duckdb.DuckDBPyConnection) -> tuple[str, ...]:
+    """Tables added since the lake was created (schema.ADDED_TABLES) are created, empty, with their
+    options. Idempotent and safe when several processes open an old lake at once."""
+    missing = [t for t in ADDED_TABLES if t not in _present_tables(con)]
+    if not missing:
+        return ()
+    engine.transaction(con, lambda c: [c.execute(create_table_sql(t)) for t in missing])
+    apply_table_options(con)
+    return tuple(missing)
+
+
 def check_tables(con: duckdb.DuckDBPyConnection, location: Location) -> None:
     """Every table of the lake is there; one that is not (dropped, e.g. through an older version's
     `lake query`) is a one-line LakeError naming it and the snapshot to read the lake as it was."""
-    present = {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = $db",
-                                             {"db": engine.ALIAS}).fetchall()}
+    present = _present_tables(con)
     missing = [t for t in ALL_TABLES if t not in present]
     if not missing:
         return

@@ -14,6 +14,7 @@ and the api_template list is cached per docs file.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 import uuid
@@ -44,7 +45,8 @@ ITEM_CACHE_SIZE = 4096
 # Decoded posting row groups kept in memory: the query terms of a campaign's tasks recur, so most
 # retrievals read no Parquet page at all (about 250 KB per 4,096-posting group: ~260 groups).
 POSTINGS_CACHE_BYTES = 64 * 2**20
-ITEM_COLUMNS = ("item_id", "kind", "title", "body", "code", "task_id", "created_at", "category", "feasible", "speedup")
+ITEM_COLUMNS = ("item_id", "kind", "title", "body", "code", "task_id", "created_at", "category", "feasible", "speedup",
+                "source_attempt_id")
 TEMPLATE_COLUMNS = ("item_id", "kind", "backend")
 
 
@@ -94,6 +96,7 @@ class Lake(LakeReads):
         con = catalog.attach_live(location)
         try:
             meta = catalog.read_meta(con, location)
+            catalog.add_missing_tables(con)
             catalog.check_tables(con, location)
             catalog.add_missing_columns(con)
             catalog.apply_table_options(con)
@@ -267,13 +270,16 @@ class Lake(LakeReads):
         kinds = retrieval.pool_kinds(req, ITEM_KINDS)
         ctx = retrieval.ScoringContext(self._con, files, self._reader, self._scratch)
         pool = self.scorer.pool(ctx, req, kinds, req.pool_size * req.overfetch)
-        q = self._q.get([c.item_id for c in pool], req.stage, req.q_prior)
-        pool = [retrieval.Candidate(c.item_id, c.similarity, q[c.item_id]) for c in pool]
+        q = self._q.get([c.item_id for c in pool], req.stage, math.nan)  # nan: never updated at the stage
+        prior = self._q.q_init if req.q_prior is None else req.q_prior
+        untried = {i for i, v in q.items() if math.isnan(v)}
+        pool = [retrieval.Candidate(c.item_id, c.similarity, prior if c.item_id in untried else q[c.item_id])
+                for c in pool]
+        facts = None
         if retrieval.filters(req):  # the request's relevance rules read each pool item's facts
             rows = self._item_rows(files, [c.item_id for c in pool])
-            facts = {i: retrieval.ItemFacts(r[1], r[7], r[8], r[9]) for i, r in rows.items()}
-            pool = retrieval.eligible(pool, req, facts)
-        return retrieval.choose(pool[: req.pool_size], req)
+            facts = {i: retrieval.ItemFacts(r[1], r[7], r[8], r[9], r[5]) for i, r in rows.items()}
+        return retrieval.select(pool, req, facts, untried)
 
     def _materialise(self, files: Files, chosen: list[retrieval.Choice]) -> tuple[RetrievedItem, ...]:
         ids = [c.candidate.item_id for c in chosen]
@@ -282,10 +288,12 @@ class Lake(LakeReads):
         rows = self._item_rows(files, ids)
         out = []
         for rank, choice in enumerate(c for c in chosen if c.candidate.item_id in rows):
-            item_id, kind, title, body, code, task_id = rows[choice.candidate.item_id][:6]
+            row = rows[choice.candidate.item_id]
+            item_id, kind, title, body, code, task_id = row[:6]
             out.append(RetrievedItem(item_id=item_id, kind=kind, title=title or "", body=body or "", code=code or "",
                                      task_id=task_id, rank=rank, similarity=choice.candidate.similarity,
-                                     q_value=choice.candidate.q, explored=choice.explored, strategy=choice.strategy))
+                                     q_value=choice.candidate.q, explored=choice.explored, strategy=choice.strategy,
+                                     feasible=row[8], source_attempt_id=row[10]))
         return tuple(out)
 
     def _item_rows(self, files: Files, ids: list[str]) -> dict[str, tuple]:

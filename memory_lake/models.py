@@ -68,12 +68,17 @@ class RetrievalRequest:
     max_templates: int | None = None  # api_templates added in drafting (None = all of the backend)
     # relevance rules (retrieval.eligible); the defaults apply none
     feasible_traces_only: bool = False  # traces only when feasible and timed (optimisation traces)
+    fastest_trace_per_task: bool = False  # of each task's optimisation traces only its fastest in the pool
+    other_tasks_traces_only: bool = False  # the task's own traces left out (refining shows its own kernels anyway)
     min_relevance: float = 0.0  # other categories' items need similarity >= this share of the pool's best
     category_first: bool = False  # fill the slots from the task's category first
     other_categories_min_q: float | None = None  # items of other categories need a stage Q above this
     overfetch: int = 1  # pool of overfetch * lam * n by similarity before the rules, cut to lam * n after
     spare: int = 0  # choices made after the n, from the same pool (for a caller that may skip some)
     q_prior: float | None = None  # the Q of an item never updated at this stage (None: the lake's q_init)
+    # the Q of such a lesson (experience, best practice) of the request's own task or op category (None: q_prior)
+    q_prior_related: float | None = None
+    q_weight: float = 1.0  # value strategy: score = (1 - w) z(similarity) + w z(Q) over the pool (1: Q only)
 
     def __post_init__(self) -> None:
         if self.stage not in STAGES:
@@ -85,6 +90,8 @@ class RetrievalRequest:
                             "0 <= min_relevance <= 1, overfetch >= 1, spare >= 0")
         if not 0.0 <= self.epsilon <= 1.0:
             raise LakeError(f"retrieval: epsilon: {self.epsilon} is outside [0, 1]")
+        if not 0.0 <= self.q_weight <= 1.0:
+            raise LakeError(f"retrieval: q_weight: {self.q_weight} is outside [0, 1]")
         if self.strategy not in ("value", "heuristic"):
             raise LakeError(f"retrieval: strategy: {self.strategy!r} is not 'value' or 'heuristic'")
         for kind in self.kinds or ():
@@ -109,6 +116,8 @@ class RetrievedItem:
     q_value: float
     explored: bool  # chosen by the epsilon branch
     strategy: str  # value | heuristic | template
+    feasible: bool | None = None  # traces: whether the kernel passed hack, compile and correctness
+    source_attempt_id: str | None = None  # the attempt that made the item (traces: their kernel's attempt)
 
 
 @dataclass(frozen=True)

@@ -44,9 +44,24 @@ class TaskProgress:
     task_id: str
     attempts: int
     feasible: bool
-    best_speedup: float | None
+    best_speedup: float | None  # the best kernel's (best_kernels.sql)
     last_iteration: int
     last_at: datetime | None
+
+
+@dataclass(frozen=True)
+class BestKernel:
+    """A task's best kernel in a campaign (best_kernels.sql: the one definition of "best")."""
+
+    campaign_id: str
+    task_id: str
+    best_attempt_id: str
+    best_iteration: int
+    best_speedup: float
+    best_ci_low: float | None
+    best_ci_high: float | None
+    best_ms: float | None
+    best_timing_flag: str
 
 
 @dataclass(frozen=True)
@@ -62,6 +77,20 @@ class ChildTrace:
     feasible: bool | None
     latency_ms: float | None
     speedup: float | None
+    source_attempt_id: str | None = None
+
+
+@dataclass(frozen=True)
+class FailureAndFix:
+    """A failed attempt (its gate, feedback and code) and the first later attempt of its task that
+    passed that gate (None when none did): what a failed trace teaches."""
+
+    failed_gate: str | None
+    iteration: int
+    feedback: str | None
+    code: str | None
+    fix_iteration: int | None
+    fix_code: str | None
 
 
 @dataclass(frozen=True)
@@ -85,6 +114,8 @@ class TaskAttempt:
     gates_json: str | None
     outcome_owner: str | None  # candidate | machine (null: written before attribution was recorded)
     machine_reason: str | None
+    flagged: bool | None
+    timing_flag: str | None  # clean | noisy | implausible (null: not timed, or written before the column)
     tokens: int | None
     seconds: float | None
     trace_item_id: str | None
@@ -116,17 +147,32 @@ class LakeReads:
         return CampaignState(**rows[0]) if rows else None
 
     def campaign_progress(self, campaign_id: str) -> tuple[TaskProgress, ...]:
-        """Committed attempts per task of a campaign, whichever process or machine wrote them."""
+        """Committed attempts per task of a campaign, whichever process or machine wrote them, with
+        each task's best speedup (best_kernels.sql)."""
         rows = self.query(sql("campaign_progress"), {"campaign_id": campaign_id}).to_pylist()
-        return tuple(TaskProgress(**row) for row in rows)
+        best = {b.task_id: b.best_speedup for b in self.best_kernels([campaign_id])}
+        return tuple(TaskProgress(**row, best_speedup=best.get(row["task_id"])) for row in rows)
+
+    def best_kernels(self, campaign_ids: list[str]) -> tuple[BestKernel, ...]:
+        """The best kernel of each task of the campaigns (best_kernels.sql: the one definition)."""
+        rows = self.query(sql("best_kernels"), {"campaign_ids": list(campaign_ids)}).to_pylist()
+        return tuple(BestKernel(**row) for row in rows)
 
     def children_of(self, parent_item_id: str, limit: int) -> tuple[ChildTrace, ...]:
         rows = self.query(sql("children_of"), {"parent_item_id": parent_item_id, "limit": int(limit)}).to_pylist()
         return tuple(ChildTrace(**row) for row in rows)
 
+    def comparison_recorded(self, campaign_id: str, task_id: str) -> bool:
+        return self.query(sql("comparison_recorded"), {"campaign_id": campaign_id, "task_id": task_id}).num_rows > 0
+
     def distilled_for_task(self, campaign_id: str, task_id: str) -> tuple[str, ...]:
         table = self.query(sql("distilled_for_task"), {"campaign_id": campaign_id, "task_id": task_id})
         return tuple(table.column("item_id").to_pylist())
+
+    def failure_and_fix(self, attempt_id: str) -> FailureAndFix | None:
+        """A failed attempt and the first later attempt of its task that passed its gate."""
+        rows = self.query(sql("failure_and_fix"), {"attempt_id": attempt_id}).to_pylist()
+        return FailureAndFix(**rows[0]) if rows else None
 
     def feasible_traces(self, task_id: str) -> tuple[FeasibleTrace, ...]:
         """A task's feasible kernels, oldest first (what a new campaign would refine)."""

@@ -2,18 +2,27 @@
 
 1. a candidate pool of K = lam * n items by similarity (a pluggable ``SimilarityScorer``; the
    default ``Bm25Scorer`` is BM25 over the postings table plus op-category and backend matches);
-2. n items chosen from the pool: ``value`` = epsilon-greedy by the stage's Q (each slot: with
-   probability epsilon a uniform draw from the rest of the pool, else the highest Q, ties by
-   similarity then item id), ``heuristic`` = the n most similar (the paper's ablation);
+2. n items chosen from the pool: ``value`` = epsilon-greedy by the item's score (each slot: with
+   probability epsilon a uniform draw from the rest of the pool, else the highest score, ties by
+   similarity then item id), ``heuristic`` = the n most similar (the paper's ablation). The score
+   blends similarity and the stage's Q as MemRL does, ``(1 - w) z(similarity) + w z(Q)`` with both
+   z-scored over the pool and ``w = q_weight`` (1: the highest Q, ties by similarity); an item never
+   updated at the stage has the request's prior Q (``q_prior_related`` for a lesson of the task itself
+   or its op category, when set), so an untried item competes by its similarity and Q decides once it
+   has one;
 3. in drafting (stage 1) the active backend's api_templates are added in front, unless the request
    says ``include_templates=False`` (the agent's: templates then compete in the pool like any item).
 
 Between 1 and 2, :func:`eligible` applies the request's relevance rules (refining uses them, so a
 refine prompt gets fewer items rather than noise): only optimisation traces (feasible, with a
-measured speedup) among traces; items of other op categories only with Q above a bound and a
-similarity of at least ``min_relevance`` of the pool's best (an item of the task's own category is
-relevant by its category: BM25 over a task's source matches boilerplate as readily as substance).
-``category_first`` fills the slots from the task's category before the others.
+measured speedup) among traces; the task's own traces left out (a refine prompt shows its own
+kernels anyway: the start point and its children); of each task's feasible traces only its fastest in
+the pool (its kernels are variants of one another); items of other op categories only with a similarity of
+at least ``min_relevance`` of the pool's best (an item of the task's own category is relevant by its
+category: BM25 over a task's source matches boilerplate as readily as substance) and, where the
+request sets a bound, a Q above it. ``category_first`` fills the slots from the task's category
+before the others. :func:`select` is rules, cut and choice in one (the lake's and the learning
+simulation's).
 Randomness comes only from ``random.Random(seed)``: the same lake and request give the same result.
 """
 
@@ -35,6 +44,9 @@ from memory_lake.sqlfiles import sql
 from memory_lake.text import query_terms
 
 
+LESSON_KINDS = ("experience", "best_practice")  # distilled items (q_prior_related applies to them)
+
+
 @dataclass(frozen=True)
 class Candidate:
     item_id: str
@@ -51,6 +63,7 @@ class ItemFacts:
     category: str | None
     feasible: bool | None
     speedup: float | None
+    task_id: str | None = None
 
     @property
     def optimisation_trace(self) -> bool:
@@ -211,17 +224,40 @@ def _term_df(ctx: ScoringContext, path: str) -> dict[str, int]:
 
 
 def filters(req: RetrievalRequest) -> bool:
-    """Whether the request has relevance rules that need the pool items' facts."""
+    """Whether the request has relevance rules (or priors) that need the pool items' facts."""
     return req.feasible_traces_only or req.min_relevance > 0 or req.category_first \
-        or req.other_categories_min_q is not None
+        or req.other_categories_min_q is not None or req.fastest_trace_per_task or req.other_tasks_traces_only \
+        or req.q_prior_related is not None
+
+
+def with_priors(pool: list[Candidate], req: RetrievalRequest, facts: dict[str, ItemFacts] | None,
+                untried: set[str]) -> list[Candidate]:
+    """The pool with each untried item's Q set to its prior: ``q_prior_related`` for a lesson (an
+    experience or best practice) of the request's own task or op category, when set and the item's
+    facts are known, else as given."""
+    if req.q_prior_related is None or not facts or not untried:
+        return pool
+
+    def related(item_id: str) -> bool:
+        fact = facts.get(item_id)
+        return fact is not None and fact.kind in LESSON_KINDS and (
+            (req.task_id is not None and fact.task_id == req.task_id)
+            or (req.category is not None and fact.category == req.category))
+    return [Candidate(c.item_id, c.similarity, req.q_prior_related, c.category)
+            if c.item_id in untried and related(c.item_id) else c for c in pool]
 
 
 def eligible(pool: list[Candidate], req: RetrievalRequest, facts: dict[str, ItemFacts]) -> list[Candidate]:
     """The pool items the request's relevance rules admit, with their categories (see module doc).
-    The floor is relative to the best similarity among the items of admitted kinds."""
+    The floor is relative to the best similarity among the admitted items of other tasks (the task's
+    own kernels match its text almost entirely: beside them every lesson would look like noise)."""
     admitted = [c for c in pool if (fact := facts.get(c.item_id)) is not None
-                and not (req.feasible_traces_only and fact.kind == "trace" and not fact.optimisation_trace)]
-    top = max((c.similarity for c in admitted), default=0.0)
+                and not (req.feasible_traces_only and fact.kind == "trace" and not fact.optimisation_trace)
+                and not (req.other_tasks_traces_only and fact.kind == "trace" and fact.task_id == req.task_id)]
+    if req.fastest_trace_per_task:
+        admitted = _fastest_trace_per_task(admitted, facts)
+    top = max((c.similarity for c in admitted if req.task_id is None or facts[c.item_id].task_id != req.task_id),
+              default=0.0)
     kept = []
     for c in admitted:
         fact = facts[c.item_id]
@@ -233,6 +269,29 @@ def eligible(pool: list[Candidate], req: RetrievalRequest, facts: dict[str, Item
             continue
         kept.append(Candidate(c.item_id, c.similarity, c.q, fact.category))
     return kept
+
+
+def _fastest_trace_per_task(pool: list[Candidate], facts: dict[str, ItemFacts]) -> list[Candidate]:
+    """Of each task's optimisation traces in the pool only the fastest (ties: the first in the pool)."""
+    fastest: dict[str, str] = {}
+    for c in pool:
+        fact = facts[c.item_id]
+        if fact.optimisation_trace and fact.task_id is not None:
+            held = fastest.get(fact.task_id)
+            if held is None or fact.speedup > facts[held].speedup:
+                fastest[fact.task_id] = c.item_id
+    return [c for c in pool if not (facts[c.item_id].optimisation_trace and facts[c.item_id].task_id is not None
+                                    and fastest[facts[c.item_id].task_id] != c.item_id)]
+
+
+def select(pool: list[Candidate], req: RetrievalRequest, facts: dict[str, ItemFacts] | None,
+           untried: set[str] = frozenset()) -> list[Choice]:
+    """The untried items' priors, the request's relevance rules (with the pool items' facts), the pool
+    cut to its size, the choice."""
+    pool = with_priors(pool, req, facts, untried)
+    if filters(req):
+        pool = eligible(pool, req, facts or {})
+    return choose(pool[: req.pool_size], req)
 
 
 def choose(pool: list[Candidate], req: RetrievalRequest) -> list[Choice]:
@@ -250,13 +309,30 @@ def choose(pool: list[Candidate], req: RetrievalRequest) -> list[Choice]:
             ranked = sorted(tier, key=lambda c: (-c.similarity, c.item_id))
             chosen += [Choice(c, False, "heuristic") for c in ranked[:left]]
         else:
-            chosen += epsilon_greedy(tier, left, req.epsilon, rng)
+            chosen += epsilon_greedy(tier, left, req.epsilon, rng, req.q_weight)
     return chosen
 
 
-def epsilon_greedy(pool: list[Candidate], n: int, epsilon: float, rng: random.Random) -> list[Choice]:
-    """n picks without replacement: explore (uniform) with probability epsilon, else highest Q."""
-    remaining = sorted(pool, key=lambda c: (-c.q, -c.similarity, c.item_id))
+def blended_scores(pool: list[Candidate], q_weight: float) -> dict[str, float]:
+    """(1 - w) z(similarity) + w z(Q) per item, z-scored over the pool (a constant column scores 0)."""
+    sims, qs = _z([c.similarity for c in pool]), _z([c.q for c in pool])
+    return {c.item_id: (1.0 - q_weight) * s + q_weight * q for c, s, q in zip(pool, sims, qs)}
+
+
+def _z(values: list[float]) -> list[float]:
+    if not values:
+        return []
+    mean = sum(values) / len(values)
+    std = (sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5
+    return [(v - mean) / std if std > 1e-12 else 0.0 for v in values]
+
+
+def epsilon_greedy(pool: list[Candidate], n: int, epsilon: float, rng: random.Random,
+                   q_weight: float = 1.0) -> list[Choice]:
+    """n picks without replacement: explore (uniform) with probability epsilon, else the highest
+    blended score (:func:`blended_scores`; q_weight 1: the highest Q), ties by similarity."""
+    score = blended_scores(pool, q_weight)
+    remaining = sorted(pool, key=lambda c: (-score[c.item_id], -c.similarity, c.item_id))
     chosen: list[Choice] = []
     while remaining and len(chosen) < n:
         explore = rng.random() < epsilon

@@ -90,6 +90,11 @@ ATTEMPTS = pa.schema([
     ("reward_norm_std", pa.float64()),
     ("reward_norm_count", pa.int64()),  # refining rewards of the campaign the normaliser has seen, this one included
     ("reward_rule", pa.string()),  # the reward's derivation in words and numbers
+    # the latency verdict's flag as a class: clean | noisy | implausible (null: not timed; older rows: null,
+    # read from feedback's "flag:" line). An implausible timing never makes a kernel the best (best_kernels.sql)
+    ("timing_flag", pa.string()),
+    # refining: what the raw reward was divided by, max(rms of the rewards so far, 1/3) (null: applied as is)
+    ("reward_norm_scale", pa.float64()),
 ])
 
 RETRIEVALS = pa.schema([
@@ -145,6 +150,32 @@ LLM_CALLS = pa.schema([  # every LLM call that is not an attempt (e.g. distillat
     ("tokens_estimated", pa.bool_()),  # as in attempts
 ])
 
+COMPARISONS = pa.schema([  # one row per (campaign, task): its first feasible draft and best kernel timed together
+    ("campaign_id", pa.string()),
+    ("task_id", pa.string()),
+    ("draft_attempt_id", pa.string()),  # the first feasible draft
+    ("best_attempt_id", pa.string()),  # the best kernel (best_kernels.sql) when the task ended
+    ("same_kernel", pa.bool_()),  # the best kernel is the draft: the ratio is exactly 1, nothing is timed
+    ("ratio", pa.float64()),  # best over draft: median over rounds of the per-round ratio, both timed in the same rounds
+    ("ratio_ci_low", pa.float64()),  # its 95% bootstrap interval
+    ("ratio_ci_high", pa.float64()),
+    ("draft_speedup", pa.float64()),  # each against the reference in the same verification (median, 95% CI)
+    ("draft_ci_low", pa.float64()),
+    ("draft_ci_high", pa.float64()),
+    ("best_speedup", pa.float64()),
+    ("best_ci_low", pa.float64()),
+    ("best_ci_high", pa.float64()),
+    ("draft_ms", pa.float64()),  # medians over rounds of this verification
+    ("best_ms", pa.float64()),
+    ("reference_ms", pa.float64()),
+    ("rounds", pa.int32()),
+    ("untrusted_reason", pa.string()),  # the machine disturbed too many rounds: the ratio is not one to learn from
+    ("failed_reason", pa.string()),  # a candidate did not pass again, or the machine failed: no ratio
+    ("outcome_owner", pa.string()),  # candidate | machine (as attempts.outcome_owner)
+    ("seconds", pa.float64()),
+    ("created_at", TS),
+])
+
 TABLES: dict[str, pa.Schema] = {
     "items": ITEMS,
     "attempts": ATTEMPTS,
@@ -152,7 +183,10 @@ TABLES: dict[str, pa.Schema] = {
     "value_updates": VALUE_UPDATES,
     "campaigns": CAMPAIGNS,
     "llm_calls": LLM_CALLS,
+    "comparisons": COMPARISONS,
 }
+# Tables added after the lake format was set: a lake created before gets them (empty) when opened.
+ADDED_TABLES = ("comparisons",)
 
 # --- Internal tables (memory_lake's own; users may query them but should not write them) ---
 # docs and postings are written in the same transaction as the items they describe.

@@ -36,26 +36,31 @@ DEFINITIONS: tuple[MetricDefinition, ...] = (
         "correct_rate_attempts", "correctness (attempts)", "Correct attempts / all attempts.", "group_metrics"),
     MetricDefinition(
         "draft_speedup_median", "speedup over first draft (median, IQR)",
-        "Per task with a timed feasible kernel (feasible = hack, compile and correctness gates passed): "
-        "speedup over PyTorch of the best feasible kernel / that of the first feasible draft, each paired "
-        "with the reference in its own verification (equal to the latency ratio first / best when the "
-        "reference time is steady; robust to load drift between the two verifications); median and "
-        "interquartile range (Q1-Q3) over those tasks. The paper's headline metric. Its interval is the "
-        "median of per-task conservative bounds built from the two kernels' verifier CIs "
-        "(best.ci_low / first.ci_high .. best.ci_high / first.ci_low), which contain the estimate.",
+        "Per task with a timed feasible kernel (feasible = hack, compile and correctness gates passed): the "
+        "best kernel's speedup over the task's first feasible draft. Measured when the task ended: the draft, "
+        "the best kernel and the PyTorch reference timed in the same rounds of one paired verification, the "
+        "ratio being the median over rounds of draft time / best time, with its own 95% bootstrap CI "
+        "(comparisons table); exactly 1 when the best kernel is the draft. Where no such run exists (lakes "
+        "from before it, a comparison that failed) the ratio of the two kernels' medians against the "
+        "reference from their own verifications, its interval the conservative bound best.ci_low / "
+        "draft.ci_high .. best.ci_high / draft.ci_low (draft_speedup_source says which). Median and "
+        "interquartile range over tasks; the interval shown is the median of the per-task interval bounds. "
+        "The paper's headline metric.",
         "task_outcomes"),
     MetricDefinition(
         "speedup_geomean", "speedup over PyTorch (geomean)",
-        "Geometric mean, over tasks with a feasible kernel whose speedup was measured, of the best "
-        "kernel's counted speedup over the PyTorch reference (attempts.speedup, from the verifier; see "
-        "'flagged timings' for how flagged measurements count). Its interval is the geometric mean of the "
-        "best kernels' 95% bootstrap CI bounds from the verifier.",
+        "Per task its best kernel: among feasible kernels whose timing is not flagged implausible, the one "
+        "with the highest median speedup over the PyTorch reference (the median over rounds of reference time "
+        "/ candidate time, both timed in each round of one verification; memory_lake's best_kernels.sql, the "
+        "definition the campaign log and the lake use too). The figure is the geometric mean of those medians "
+        "over tasks; its interval is the geometric mean of the best kernels' 95% bootstrap CI bounds (the "
+        "timing uncertainty, not a sampling interval over tasks).",
         "group_metrics"),
     MetricDefinition(
         "fast_p", "fast_p (p = 0, 1, 1.5, 2)",
         "KernelBench's definition: share of ALL tasks of the group that have a correct kernel with "
-        "speedup > p. fast_0 = correctness (tasks); for p > 0 the kernel must be feasible and timed, and its "
-        "speedup is the counted one (see 'flagged timings').",
+        "speedup > p. fast_0 = correctness (tasks); for p > 0 the best kernel's median speedup. "
+        "fast_1_ci_low is the conservative bound: the share whose best kernel's 95% CI lies above 1.",
         "group_metrics"),
     MetricDefinition(
         "n_machine_outcomes", "the machine's outcomes",
@@ -76,10 +81,8 @@ DEFINITIONS: tuple[MetricDefinition, ...] = (
         "The verifier flags a timing for review when it is noisy (either side's round-to-round IQR/median "
         "above 25%: other work shared the cores) or implausible (faster than this machine's measured "
         "roofline allows, or beyond the 10x plausibility bound where no roofline exists). A noisy timing "
-        "counts in every speedup figure (geomean, fast_p, over first draft, the distribution plot) at the "
-        "conservative end of its 95% CI instead of its median (the low end for a best kernel, the high end "
-        "for the first draft a gain is measured from), so one lucky measurement on a loaded machine cannot "
-        "drive a headline; an implausible one is left out. Columns: tasks whose best kernel's timing was "
+        "counts at its median like any other and shows a wide CI; an implausible one never makes a kernel "
+        "the best and is left out of every speedup figure. Columns: tasks whose best kernel's timing was "
         "noisy / tasks with an implausible feasible timing.",
         "task_outcomes"),
     MetricDefinition(

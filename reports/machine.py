@@ -23,7 +23,7 @@ from reports.tables import Table, number
 
 LATENCY_METRICS = ("fast_1", "fast_1_5", "fast_2", "speedup_geomean", "speedup_geomean_ci_low",
                    "speedup_geomean_ci_high", "draft_speedup_median", "draft_speedup_median_ci_low",
-                   "draft_speedup_median_ci_high", "draft_speedup_q1", "draft_speedup_q3")
+                   "draft_speedup_median_ci_high", "draft_speedup_q1", "draft_speedup_q3", "fast_1_ci_low")
 _EMPTY = pl.DataFrame(schema={"campaign_id": pl.String, "task_id": pl.String, "machine_reason": pl.String,
                               "n_machine_outcomes": pl.Int64})
 

@@ -15,6 +15,7 @@ from typing import Sequence
 import duckdb
 import polars as pl
 
+from memory_lake.sqlfiles import sql as lake_sql
 from reports.inventory import ensure_views
 from reports.machine import adjust_groups, machine_outcomes
 from reports.sql_files import query
@@ -22,6 +23,7 @@ from reports.sql_files import query
 TOP_ITEMS_PER_STAGE = 5
 TOP_PROVENANCE_ITEMS = 15
 OUTCOMES_VIEW = "report_task_outcomes"  # task_outcomes.sql, read by the aggregate queries
+BEST_VIEW = "report_best_kernels"  # memory_lake's best_kernels.sql (the one definition of "best"), read by task_outcomes
 LABELS_VIEW = "report_item_labels"  # item_labels.sql
 SOLVES_VIEW = "report_solve_context"  # solve_context.sql, read by first_solves and provenance_items
 
@@ -97,7 +99,11 @@ def compute_metrics(con: duckdb.DuckDBPyConnection, campaign_ids: Sequence[str] 
     ensure_views(con)
     scope = resolve_campaigns(con, campaign_ids)
     params = {"campaign_ids": list(scope), "top_n": TOP_ITEMS_PER_STAGE}
-    outcomes = query(con, "task_outcomes", params)
+    con.register(BEST_VIEW, con.sql(lake_sql("best_kernels"), params={"campaign_ids": list(scope)}).to_arrow_table())
+    try:
+        outcomes = query(con, "task_outcomes", params)
+    finally:
+        con.unregister(BEST_VIEW)
     helpers = {OUTCOMES_VIEW: outcomes, LABELS_VIEW: query(con, "item_labels")}
     for name, frame in helpers.items():
         con.register(name, frame.to_arrow())
@@ -170,7 +176,7 @@ def _long_speedups(speedups: pl.DataFrame) -> pl.DataFrame:
         pl.col("category").alias("group"), pl.col("task_id").alias("label"),
         pl.col("best_speedup").alias("value"), pl.col("best_ci_low").alias("ci_low"),
         pl.col("best_ci_high").alias("ci_high"),
-    )
+    )  # the median with the verifier's 95% CI (ci_low: the conservative bound)
     draft = speedups.filter(pl.col("draft_speedup").is_not_null()).select(
         pl.lit("draft_speedup").alias("metric"), "campaign_id", pl.lit("category").alias("group_kind"),
         pl.col("category").alias("group"), pl.col("task_id").alias("label"),

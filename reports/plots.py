@@ -95,7 +95,8 @@ def speedup_distribution(speedups: pl.DataFrame, colors: dict[str, str]) -> Figu
     plt = _pyplot()
     campaigns = speedups["campaign_id"].unique(maintain_order=True).to_list()
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
-    panels = (("best_speedup", "best kernel vs PyTorch reference"), ("draft_speedup", "best kernel vs first feasible draft"))
+    panels = (("best_speedup", "best kernel vs PyTorch (median over rounds)"),
+              ("draft_speedup", "best kernel vs first feasible draft"))
     for ax, (column, title) in zip(axes, panels):
         data = [speedups.filter(pl.col("campaign_id") == c)[column].drop_nulls().to_list() for c in campaigns]
         kept = [(c, d) for c, d in zip(campaigns, data) if d]
@@ -112,8 +113,11 @@ def speedup_distribution(speedups: pl.DataFrame, colors: dict[str, str]) -> Figu
         ax.set_ylabel("speedup (log scale)")
         ax.grid(alpha=0.3, which="both")
     return Figure("speedup_distribution", "Speedup distributions", _to_png(fig),
-                  "One point per solved task (its best feasible kernel, its speedup as counted in the headline: "
-                  "a noisy timing at the low end of its 95% CI); dashed line = no speedup.")
+                  "One point per solved task, its best kernel (the highest median speedup among feasible kernels "
+                  "whose timing is not implausible). Left: that median over rounds of reference time / candidate "
+                  "time, both timed in each round. Right: the best kernel over the first feasible draft, both timed "
+                  "in the same rounds when the task ended (median of per-round ratios; exactly 1 when the best kernel "
+                  "is the draft), or, without that run, the ratio of the two medians. Dashed line = no speedup.")
 
 
 def category_bars(groups: pl.DataFrame, colors: dict[str, str]) -> Figure | None:

@@ -20,7 +20,7 @@ from reports.plots import Figure
 from reports.quality import QualityReport
 from reports.tables import (
     Table, best_kernels_table, breakdown_table, comparison_tables, first_solves_table, headline_lines,
-    provenance_table, quality_table,
+    provenance_table, quality_table, task_table,
 )
 
 TEMPLATE = Path(__file__).resolve().parent / "templates" / "index.html"
@@ -47,8 +47,8 @@ class ReportContent:
         m = self.metrics
         key = comparison_tables(m.overall()) if m.has_attempts else ()
         per_campaign = tuple(breakdown_table(m.groups, c) for c in m.campaign_ids if m.groups.height)
-        detail = (best_kernels_table(m.speedups), first_solves_table(m.first_solves), provenance_table(m.provenance_items),
-                  machine_table(m.machine_outcomes))
+        detail = (task_table(m.task_outcomes), best_kernels_table(m.speedups), first_solves_table(m.first_solves),
+                  provenance_table(m.provenance_items), machine_table(m.machine_outcomes))
         return (*key, *per_campaign, *(t for t in detail if t.rows))
 
 
@@ -62,9 +62,10 @@ def html_table(table: Table) -> str:
     for index, row in enumerate(table.rows):
         css = ' class="fail"' if index in table.failed_rows else ""
         body.append(f"<tr{css}>" + "".join(f"<td>{_esc(cell)}</td>" for cell in row) + "</tr>")
-    caption = f"<caption>{_esc(table.caption)}</caption>" if table.caption else ""
-    return (f'<h3>{_esc(table.title)}</h3><div class="table-wrap"><table>{caption}'
-            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>")
+    # the caption (what each figure is) below the scrolling wrapper: a wide table never hides its text
+    caption = f'<p class="caption">{_esc(table.caption)}</p>' if table.caption else ""
+    return (f'<h3>{_esc(table.title)}</h3><div class="table-wrap"><table>'
+            f"<thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table></div>{caption}")
 
 
 def _html_figure(figure: Figure) -> str:

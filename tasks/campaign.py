@@ -3,6 +3,7 @@ the Prefect-free loop (evokernel.agent.campaign.run_task) with the LLM call and 
 as nested Prefect tasks, so each shows up with its own state and timing.
 
     prepare_step -> llm-generate (task) -> verify (task) -> commit_step      per iteration
+    compare (task): the first draft and the best kernel timed together       once at the end
     distill_request -> llm-generate (task) -> commit_distillation            once at the end
 
 No Prefect-wrapped callable reaches core code, and nothing here retries: the LLM provider owns the
@@ -28,6 +29,7 @@ from prefect.states import Cancelled, State
 from evokernel.agent import interrupt
 from evokernel.agent.campaign import resume_task, stop_reason, summarise, verify_plan_candidate
 from evokernel.agent.distill import commit_distillation, distill_request
+from evokernel.agent.gain import finish_task
 from evokernel.agent.runtime import Runtime, release_runtime, runtime_for
 from evokernel.agent.state import StepOutcome
 from evokernel.agent.step import candidate_code, commit_step, prepare_step
@@ -55,6 +57,13 @@ def verify_code(runtime: Runtime, spec: TaskSpec, code: str | None) -> Verdict |
         return Cancelled(message=f"campaign stopping: {exc}")
 
 
+@task(name="compare", task_run_name="compare {spec.task_id}", **VERIFY_TASK)
+def compare_kernels(runtime: Runtime, spec: TaskSpec, state: Any) -> dict[str, Any] | None:
+    """The finished task's first draft and best kernel timed together (evokernel.agent.gain)."""
+    return finish_task(runtime.ctx, spec, state, runtime.verify_settings, runtime.ctx.settings.verify_concurrency,
+                       interrupt.pause)
+
+
 @task(name="campaign-task", task_run_name="{task_id}", **CAMPAIGN_TASK)
 def run_campaign_task(settings: dict[str, Any], campaign_id: str, task_id: str) -> dict[str, Any]:
     """Run (or resume) one task of a campaign until its budget is spent, then distil it."""
@@ -78,6 +87,9 @@ def _run_task(runtime: Runtime, task_id: str) -> dict[str, Any]:
                 outcome = commit_step(ctx, plan, completion, verdict)
             state = state.after(outcome, ctx.policy)
             _log_step(logger, outcome)
+        if not interrupt.stopping():
+            compare = compare_kernels.with_options(tags={verify_tag(ctx.backend)})
+            _result(compare(runtime, spec, state, return_state=True))
         if not interrupt.stopping() and ctx.policy.distills and (request := distill_request(ctx, spec)) is not None:
             completion = _result(llm_generate(runtime.llm, request, return_state=True))
             with interrupt.committing():

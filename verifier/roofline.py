@@ -87,16 +87,17 @@ class RooflinePosition:
 
     def line(self) -> str:
         """One line of feedback, e.g. "roofline: memory-bound (0.125 FLOP/byte); reaches 38% of ..."."""
+        share = _percent(self.fraction)
         if self.bound == "compute":
-            reach = (f"reaches {self.fraction:.0%} of measured compute peak "
-                     f"({self.achieved_gflops:.3g} of {self.peak_gflops:.3g} GFLOP/s)")
+            reach = (f"reaches {share} of measured compute peak "
+                     f"({self.achieved_gflops:.3g} GFLOP/s of {self.peak_gflops:.3g} GFLOP/s)")
         elif self.roof_gbs > self.memory_gbs:  # the working set fits a cache level
-            reach = (f"reaches {self.fraction:.0%} of measured bandwidth for its {_size(self.bytes_moved)} "
-                     f"working set ({self.achieved_gbs:.3g} of {self.roof_gbs:.3g} GB/s from cache; "
+            reach = (f"reaches {share} of measured bandwidth for its {_size(self.bytes_moved)} "
+                     f"working set ({self.achieved_gbs:.3g} GB/s of {self.roof_gbs:.3g} GB/s from cache; "
                      f"{self.memory_gbs:.3g} GB/s from memory)")
         else:
-            reach = (f"reaches {self.fraction:.0%} of measured memory bandwidth "
-                     f"({self.achieved_gbs:.3g} of {self.roof_gbs:.3g} GB/s)")
+            reach = (f"reaches {share} of measured memory bandwidth "
+                     f"({self.achieved_gbs:.3g} GB/s of {self.roof_gbs:.3g} GB/s)")
         return f"roofline: {self.bound}-bound ({self.intensity:.3g} FLOP/byte); {reach}"
 
     def implausible_reason(self) -> str:
@@ -122,6 +123,11 @@ def position(workload: Workload, seconds: float, peaks: MachinePeaks) -> Rooflin
         roof_gbs=roof, memory_gbs=peaks.memory_gbs, peak_gflops=peaks.compute_gflops,
         bound="memory" if memory_s >= compute_s else "compute", fraction=shortest / seconds,
         implausible=seconds * PLAUSIBLE_MARGIN < shortest)
+
+
+def _percent(fraction: float) -> str:
+    """A share as a percentage with at least two significant digits below 10% (0.004%, not 0%)."""
+    return f"{fraction:.0%}" if fraction >= 0.1 else f"{100 * fraction:.2g}%"
 
 
 def _size(n: int) -> str:

@@ -1,7 +1,8 @@
 """A campaign: tasks of one build, one backend, one model and one method sharing one memory.
 
 :func:`run_task` is the Prefect-free loop: resume the task's state, then per iteration prepare the
-step, call the LLM, verify the candidate and commit, until a budget is spent; then distil.
+step, call the LLM, verify the candidate and commit, until a budget is spent; then time the first
+feasible draft and the best kernel together (evokernel.agent.gain) and distil.
 ``tasks/campaign.py`` runs the same line with the LLM call and the verification as Prefect tasks.
 A campaign id names a campaign; running it again resumes from what the lake holds (see
 evokernel.agent.step).
@@ -17,6 +18,7 @@ from typing import Callable, Sequence
 from evokernel.agent import interrupt, rewards
 from evokernel.agent.context import AgentContext
 from evokernel.agent.distill import commit_distillation, distill_request
+from evokernel.agent.gain import finish_task
 from evokernel.agent.runtime import Runtime
 from evokernel.agent.state import StepOutcome, TaskState, replay
 from evokernel.agent.step import candidate_code, commit_step, complete_attempt, outcome_from_row, prepare_step
@@ -131,6 +133,8 @@ def run_task(runtime: Runtime, task: TaskSpec,
             state = state.after(outcome, ctx.policy)
             if on_step:
                 on_step(outcome)
+        if not interrupt.stopping():
+            finish_task(ctx, task, state, runtime.verify_settings, ctx.settings.verify_concurrency, interrupt.pause)
         if not interrupt.stopping() and ctx.policy.distills and (request := distill_request(ctx, task)) is not None:
             completion = runtime.llm.complete(request)
             with interrupt.committing():

@@ -8,6 +8,7 @@ memory with their own Q values (initial q_init), so later tasks can retrieve the
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import datetime, timezone
 
@@ -26,7 +27,8 @@ def distill_request(ctx: AgentContext, task: TaskSpec) -> LLMRequest | None:
     rows = ctx.lake.task_attempts(ctx.campaign_id, task.task_id)
     if not rows:
         return None
-    prompt = build_distill_prompt(task, [_summary(row) for row in rows])
+    best = {b.best_attempt_id for b in ctx.lake.best_kernels([ctx.campaign_id]) if b.task_id == task.task_id}
+    prompt = build_distill_prompt(task, [_summary(row, row.attempt_id in best) for row in rows])
     return LLMRequest(system=prompt.system, prompt=prompt.user, task_id=task.task_id, stage="distill",
                       max_output_tokens=ctx.settings.llm_max_output_tokens, temperature=ctx.settings.llm_temperature)
 
@@ -51,9 +53,11 @@ def commit_distillation(ctx: AgentContext, task: TaskSpec, completion: Completio
     return tuple(ctx.lake.add_items(items)) if items else ()
 
 
-def _summary(attempt: TaskAttempt) -> AttemptSummary:
+def _summary(attempt: TaskAttempt, is_best: bool) -> AttemptSummary:
+    passed = tuple(g["name"] for g in json.loads(attempt.gates_json or "[]") if g.get("passed"))
     return AttemptSummary(
         iteration=attempt.iteration, stage="draft" if attempt.stage == 1 else "refine",
         feasible=bool(attempt.feasible), feedback=attempt.feedback or "", code=attempt.code,
-        latency_ms=attempt.candidate_ms, speedup=attempt.speedup,
+        latency_ms=attempt.candidate_ms, speedup=attempt.speedup, ci_low=attempt.ci_low, ci_high=attempt.ci_high,
+        failed_gate=attempt.failed_gate, passed_gates=passed, is_best=is_best,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from datetime import datetime, timezone
 
 from evokernel.agent.scoring import Scored
@@ -45,6 +46,7 @@ def attempt_row(*, attempt_id: str, campaign_id: str, task: TaskSpec, stage: int
         "speedup": latency.speedup if latency else None,
         "ci_low": latency.ci_low if latency else None, "ci_high": latency.ci_high if latency else None,
         "flagged": latency.flagged if latency else False,
+        "timing_flag": timing_class(latency.flagged, latency.flag_reason) if latency else None,
         **roofline_columns(latency.roofline if latency else None),
         **scored.columns(),
         "input_tokens": completion.input_tokens, "output_tokens": completion.output_tokens,
@@ -53,6 +55,19 @@ def attempt_row(*, attempt_id: str, campaign_id: str, task: TaskSpec, stage: int
         "verify_seconds": verify_seconds,
         "created_at": datetime.now(timezone.utc),
     }
+
+
+_IMPLAUSIBLE = re.compile(r"implausible|exceeds the plausibility bound")
+
+
+def timing_class(flagged: bool | None, reason: str | None) -> str:
+    """clean | noisy | implausible, from the latency verdict's flag (its reason, or for rows written
+    before attempts.timing_flag the feedback's "flag:" line; memory_lake's best_kernels.sql reads
+    older rows the same way). An implausible timing never makes a kernel the best."""
+    if not flagged:
+        return "clean"
+    flag_lines = [line for line in (reason or "").splitlines() if line.startswith("flag:")] or [reason or ""]
+    return "implausible" if any(_IMPLAUSIBLE.search(line) for line in flag_lines) else "noisy"
 
 
 def roofline_columns(roof: RooflinePosition | None) -> dict:

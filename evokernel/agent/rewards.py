@@ -2,8 +2,13 @@
 
 Drafting: r1 = +1 if the kernel is feasible (hack, compile and correctness gates pass), else -1.
 Refining: r2 = tanh(log s - log b) for a feasible kernel whose speedup over the reference is s
-against the incumbent's b, else -1; then normalised online, r_hat = (r2 - mean) / std over the
-running statistics (Welford), PopArt-style, so Q2 sees rewards on a stable scale.
+against the incumbent's b, else -1; then normalised online by scale only,
+r_hat = r2 / max(rms, 1 / MAX_AMPLIFICATION) over the campaign's raw refining rewards so far (this one
+included), so Q2 sees rewards on a stable scale (PopArt's purpose) while every reward keeps its sign
+and, among the rewards applied at one time, its order and its ratio to every other; since |r2| <= 1,
+|r_hat| <= MAX_AMPLIFICATION. The former z-score, (r2 - mean) / max(std, 0.05) clipped to [-3, 3],
+turned a -0.25 regression into -2.27 beside gains of about +1.4 (issue 35) and made a slower kernel
+positive whenever most refinements had failed.
 
 Both speedups are *paired*: each kernel is timed against the reference in the same verification,
 interleaved (verifier.gates.latency), so machine load that slows both sides cancels. Raw latencies
@@ -20,8 +25,10 @@ import math
 from dataclasses import dataclass
 
 DRAFT_SUCCESS, FAILURE = 1.0, -1.0
-_MIN_STD = 0.05  # floor: with near-identical rewards the z-score would explode
-_CLIP = 3.0  # normalised rewards are clipped to [-3, 3] so one outlier cannot swamp Q
+# The most a reward is scaled up: the scale's floor is 1 / this, so |r_hat| <= this (|r2| <= 1). A
+# campaign whose refinements all move speed by a few percent still has its rewards applied at
+# up to 3x their raw size, not blown up to the size of a failure.
+MAX_AMPLIFICATION = 3.0
 # Smallest noise assumed in a log speedup: two verifications of one kernel on a quiet machine still
 # differ by about this much (turbo and cache state between runs, which no in-run interval sees).
 NOISE_FLOOR = 0.03
@@ -105,7 +112,8 @@ def refine_reward(feasible: bool, incumbent: PairedSpeedup | None, new: PairedSp
 
 @dataclass(frozen=True)
 class RunningStats:
-    """Welford running mean and variance; immutable, so a replay from the lake gives the same state."""
+    """Welford running mean and variance, and the root mean square (the normaliser's scale); immutable,
+    so a replay from the lake gives the same state."""
 
     count: int = 0
     mean: float = 0.0
@@ -121,19 +129,28 @@ class RunningStats:
     def std(self) -> float:
         return math.sqrt(self.m2 / (self.count - 1)) if self.count > 1 else 0.0
 
+    @property
+    def rms(self) -> float:
+        """sqrt(mean of squares) = sqrt((m2 + count mean^2) / count)."""
+        return math.sqrt(max(self.m2 + self.count * self.mean ** 2, 0.0) / self.count) if self.count else 0.0
+
+    @property
+    def scale(self) -> float:
+        """What a reward is divided by: the rms, floored at 1 / MAX_AMPLIFICATION."""
+        return max(self.rms, 1.0 / MAX_AMPLIFICATION)
+
     def normalise(self, value: float) -> float:
-        """z-score of value under the current statistics; the raw value until two samples exist."""
+        """value / scale: the sign and the order of rewards kept; the raw value until two samples exist."""
         if self.count < 2:
             return value
-        z = (value - self.mean) / max(self.std, _MIN_STD)
-        return max(-_CLIP, min(_CLIP, z))
+        return value / self.scale
 
     def rule(self, value: float) -> str:
         """How :meth:`normalise` maps ``value``, in numbers (for ``attempts.reward_rule``)."""
         if self.count < 2:
             return f"normaliser has {self.count} reward(s): applied as is"
-        return (f"normalised: clip(({value:+.4f} - mean {self.mean:+.4f}) / max(std {self.std:.4f}, {_MIN_STD}), "
-                f"-{_CLIP:g}, {_CLIP:g}) = {self.normalise(value):+.4f} over {self.count} rewards")
+        return (f"normalised: {value:+.4f} / max(rms {self.rms:.4f} over {self.count} rewards, "
+                f"1/{MAX_AMPLIFICATION:g}) = {self.normalise(value):+.4f}")
 
 
 def normalise_refine_reward(stats: RunningStats, reward: float) -> tuple[float, RunningStats]:

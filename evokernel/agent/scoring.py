@@ -6,12 +6,13 @@ The rule (README "Why a value moved"):
 - the machine's outcome (evokernel.agent.attribution): no reward, no value update;
 - drafting: +1 if feasible else -1, applied as is (Q1);
 - refining: r = tanh(ln(s_new / s_incumbent)) x significance, or -1 if infeasible (rewards.py);
-  applied after online normalisation, clip((r - mean) / max(std, 0.05), -3, 3) over the campaign's
-  refining rewards so far, this one included (the raw r while fewer than two exist) (Q2).
+  applied after online normalisation by scale, r / max(rms, 1/3) over the campaign's refining
+  rewards so far, this one included (the raw r while fewer than two exist): sign and order kept,
+  at most 3x the raw size (Q2).
 
 ``reward_applied`` is exactly the number in ``value_updates.reward`` of the attempt's updates;
-``reward_norm_mean``/``_std``/``_count`` are the normaliser's inputs and ``reward_rule`` says it in
-words and numbers.
+``reward_norm_scale`` is what the raw reward was divided by (``reward_norm_mean``/``_std``/``_count``
+describe the rewards it came from) and ``reward_rule`` says it in words and numbers.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ class Scored:
             "reward_norm_mean": self.norm.mean if self.norm else None,
             "reward_norm_std": self.norm.std if self.norm else None,
             "reward_norm_count": self.norm.count if self.norm else None,
+            "reward_norm_scale": self.norm.scale if self.norm and self.norm.count >= 2 else None,
             "reward_rule": self.rule,
         }
 

@@ -1,8 +1,10 @@
 """A task's progress within a campaign: start points, the incumbent, feedback, budget used.
 
-The incumbent (``best``) is the feasible kernel with the highest paired speedup over the reference
-(each measured against the reference in its own verification), not the lowest raw latency: raw
-latencies of two verifications follow machine load, paired speedups mostly do not.
+The incumbent (``best``) is the task's best kernel by the one definition the log, the lake and the
+report share (memory_lake/sql/best_kernels.sql): the feasible kernel with the highest paired speedup
+over the reference (median over rounds, each kernel measured against the reference in its own
+verification) whose timing is not flagged implausible, ties to the earlier iteration; not the lowest
+raw latency: raw latencies of two verifications follow machine load, paired speedups mostly do not.
 
 State is a frozen value: each step returns the next state (``TaskState.after``). On resume the
 state is rebuilt by replaying the task's attempts from the lake (``replay``), so a campaign killed
@@ -61,9 +63,13 @@ class StepOutcome:
     latency_untrusted: str = ""  # the latency was measured but not trustworthily: never a best kernel
     machine_reason: str = ""  # the machine's outcome: why
     reward_applied: float | None = None  # what the value updates used (None: no update)
+    timing_flag: str | None = None  # clean | noisy | implausible (records.timing_class); None: not timed
 
     @property
     def paired(self) -> PairedSpeedup | None:
+        """The paired speedup that can make this kernel the best (None for an implausible timing)."""
+        if self.timing_flag == "implausible":
+            return None
         return PairedSpeedup.of(self.speedup, self.ci_low, self.ci_high)
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from evokernel.agent import rewards
 from evokernel.agent.attribution import CANDIDATE, MACHINE, attribute_gates, gates_from_json, owner_of
 from evokernel.agent.context import AgentContext, attempt_id_for, trace_item_id_for
-from evokernel.agent.records import attempt_row, trace_item
+from evokernel.agent.records import attempt_row, timing_class, trace_item
 from evokernel.agent.scoring import Scored, score
 from evokernel.agent.retrieval import children_of, choose_start_point, gather_context, start_item
 from evokernel.agent.state import StartPoint, StepOutcome, TaskState
@@ -140,17 +140,19 @@ def applied_reward(row: dict) -> float | None:
 
 
 def _apply_value_updates(ctx: AgentContext, row: dict) -> None:
-    """Q1 for every retrieved item (drafting); Q2 for the start point and retrieved items (refining)."""
+    """Q1 for every retrieved item (drafting); Q2 for the start point and retrieved items (refining).
+    An item's first update of a stage starts from the Q it was chosen with (its prior, recorded with
+    the retrieval: ``q1_init``, or ``q1_init_related`` for an item of the task or its category)."""
     stage, attempt_id, reward = int(row["stage"]), row["attempt_id"], applied_reward(row)
     if reward is None:
         return
     done = ctx.lake.updates_for_attempt(attempt_id)
-    retrieved = [item.item_id for item in ctx.lake.retrieved_for_attempt(attempt_id)]
-    targets = retrieved + ([row["start_point_item_id"]] if stage == 2 and row["start_point_item_id"] else [])
+    chosen_with = {item.item_id: item.q_value for item in ctx.lake.retrieved_for_attempt(attempt_id)}
+    targets = list(chosen_with) + ([row["start_point_item_id"]] if stage == 2 and row["start_point_item_id"] else [])
     updates = [
         ValueUpdate(item_id=item_id, stage=stage, reward=reward, alpha=ctx.settings.alpha,
                     attempt_id=attempt_id, campaign_id=row["campaign_id"],
-                    prior=ctx.settings.q1_init if stage == 1 else None)
+                    prior=chosen_with.get(item_id, ctx.settings.q1_init) if stage == 1 else None)
         for item_id in dict.fromkeys(targets) if (item_id, stage) not in done
     ]
     if updates:
@@ -168,6 +170,8 @@ def outcome_from_row(row: dict, trace_item_id: str | None) -> StepOutcome:
         candidate_ms=row["candidate_ms"], speedup=row["speedup"], reward=row["reward"],
         reward_normalized=row["reward_normalized"], feedback=row["feedback"] or "",
         trace_item_id=trace_item_id, code=row["code"], ci_low=row.get("ci_low"), ci_high=row.get("ci_high"),
+        timing_flag=row.get("timing_flag") or (timing_class(row.get("flagged"), row.get("feedback"))
+                                               if row.get("speedup") is not None else None),
         tokens=int(row.get("tokens") or (row.get("input_tokens") or 0) + (row.get("output_tokens") or 0)),
         seconds=float(row.get("seconds") or (row.get("llm_seconds") or 0.0) + (row.get("verify_seconds") or 0.0)),
     )

@@ -5,7 +5,8 @@ Templates are text files in ``evokernel/prompts/templates/`` (package data) rend
 :class:`ContextItem` attributes.
 """
 
-from evokernel.prompts.build import build_distill_prompt, build_draft_prompt, build_refine_prompt, shown_before_memory
+from evokernel.prompts.build import build_draft_prompt, build_refine_prompt, shown_before_memory
+from evokernel.prompts.distill_prompt import build_distill_prompt
 from evokernel.prompts.dedup import repeat_of
 from evokernel.prompts.distill import parse_distillation
 from evokernel.prompts.extract import extract_code

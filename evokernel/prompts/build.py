@@ -10,24 +10,21 @@ capped, the cuts stated where they happen. A built :class:`Prompt` carries its s
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
-from functools import lru_cache
-from importlib.resources import files
-from string import Template
 from typing import Sequence
 
 from kernelbench_npu.spec import TaskSpec
 
 from evokernel.prompts.budget import SECTION_BUDGETS, BlockSection, Fitted, SectionSize, fit_text
 from evokernel.prompts.dedup import ShownTexts, repeat_of
-from evokernel.prompts.shaping import compact_ok_lines, without_worked_example
-from evokernel.prompts.types import AttemptSummary, ContextItem, Prompt
+from evokernel.prompts.lessons import measured_summary
+from evokernel.prompts.shaping import compact_ok_lines, elide_unchanged, without_worked_example
+from evokernel.prompts.text import cap as _cap
+from evokernel.prompts.text import fenced, template
+from evokernel.prompts.types import ContextItem, Prompt
 
 MAX_ITEM_BODY = 1500
 MAX_ITEM_CODE = 4000
-MAX_DISTILL_FEEDBACK = 400
-MAX_DISTILL_CODE = 3000
 KIND_LABELS = {"api_template": "API template", "experience": "experience",
                "trace": "generation trace", "best_practice": "best practice"}
 NO_ITEMS = "(no memory items yet)"
@@ -35,23 +32,6 @@ NO_FEEDBACK = "(none: this is the first attempt)"
 FEEDBACK_LABEL = "the verifier feedback on your previous attempt (below)"
 _FIELD = {"reference program": "source", "backend scaffold": "scaffold", "start point": "start_point",
           "earlier refinements": "children", "retrieved memory": "context", "verifier feedback": "feedback"}
-
-
-@lru_cache(maxsize=None)
-def template(name: str) -> Template:
-    return Template(files("evokernel.prompts").joinpath("templates", f"{name}.md").read_text())
-
-
-def _cap(text: str, limit: int) -> str:
-    text = text.strip()
-    return text if len(text) <= limit else text[:limit].rstrip() + f"\n… [{len(text) - limit} more characters cut]"
-
-
-def fenced(code: str, language: str = "") -> str:
-    """A Markdown fence longer than any backtick run inside ``code``."""
-    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{language}\n{code.rstrip()}\n{fence}"
 
 
 def _q(value: float) -> str:
@@ -65,8 +45,11 @@ class _Rendered:
 
 
 def render_item(item: ContextItem, number: int, shown: ShownTexts) -> _Rendered:
-    """An item in full, or a one-line reference when its text is already in the prompt."""
+    """An item in full, or a one-line reference when its text is already in the prompt. A failed
+    trace arrives as its lesson (evokernel.agent.lessons): its body, no code."""
     kind = KIND_LABELS.get(item.kind, item.kind)
+    if item.kind == "trace" and getattr(item, "feasible", None) is False:
+        kind = "failed attempt: its lesson"
     head = f"### {number}. [{kind}] {item.title.strip()} (Q = {_q(item.q_value)})"
     code = item.code if item.code and item.code.strip() else None
     where = repeat_of(item.body, code, shown)
@@ -77,20 +60,26 @@ def render_item(item: ContextItem, number: int, shown: ShownTexts) -> _Rendered:
     body_where = shown.where(item.body)
     parts = [head]
     if item.body and item.body.strip():
+        body = measured_summary(item.body) if item.kind == "trace" and getattr(item, "feasible", None) else item.body
         parts.append(f"(Same text as {body_where}; not repeated.)" if body_where
-                     else _cap(compact_ok_lines(item.body), MAX_ITEM_BODY))
+                     else _cap(compact_ok_lines(body), MAX_ITEM_BODY))
     if code:
         parts.append(_code(code, shown))
     return _Rendered("\n".join(parts), False)
 
 
 def _code(code: str, shown: ShownTexts) -> str:
-    """The item's code, or a diff against the closest code already shown when much shorter."""
+    """The item's code, or a diff against the closest code already shown when much shorter. Code over
+    the cap that is close to code already shown loses only lines identical to it (a cut never removes
+    the lines that differ); other code over the cap loses its tail."""
     closest = shown.closest_diff(code)
-    if closest is None:
-        return fenced(_cap(code, MAX_ITEM_CODE))
-    label, diff = closest
-    return f"Code: {label} with these changes:\n{fenced(diff, 'diff')}"
+    if closest is not None:
+        label, diff = closest
+        return f"Code: {label} with these changes:\n{fenced(diff, 'diff')}"
+    if len(code.strip()) > MAX_ITEM_CODE and (near := shown.nearest(code)) is not None:
+        label, base = near
+        return fenced(elide_unchanged(base, code, label))
+    return fenced(_cap(code, MAX_ITEM_CODE))
 
 
 def _item_section(name: str, items: Sequence[ContextItem], label: str, shown: ShownTexts, empty: str) -> Fitted:
@@ -196,49 +185,8 @@ def build_refine_prompt(task: TaskSpec, scaffold: str, start_point: ContextItem,
 def _best_line(best_ms: float | None, best_speedup: float | None) -> str:
     if best_speedup is not None:
         during = f" ({best_ms:.4g} ms in that run)" if best_ms is not None else ""
-        return (f"The best correct kernel so far runs {best_speedup:.3g}x as fast as the reference, timed side "
-                f"by side with it{during}; beat that speedup.")
+        return (f"The best correct kernel so far runs {best_speedup:.3g}x as fast as the reference: the median over "
+                f"rounds of reference time / its time, both timed in each round{during}; beat that speedup.")
     if best_ms is not None:
         return f"The best correct kernel so far runs in {best_ms:.4g} ms; beat it."
     return "No latency has been measured yet."
-
-
-def _render_attempt(attempt: AttemptSummary, show_code: bool) -> str:
-    result = "feasible" if attempt.feasible else "failed"
-    if attempt.latency_ms is not None:
-        result += f", {attempt.latency_ms:.4g} ms"
-    if attempt.speedup is not None:
-        result += f", speedup {attempt.speedup:.3g}x over the reference"
-    lines = [f"- #{attempt.iteration} {attempt.stage}: {result}. "
-             f"Feedback: {' '.join(_cap(attempt.feedback or '-', MAX_DISTILL_FEEDBACK).split())}"]
-    if show_code and attempt.code:
-        lines.append(fenced(_cap(attempt.code, MAX_DISTILL_CODE), "python"))
-    return "\n".join(lines)
-
-
-def _best_and_first_failure(attempts: Sequence[AttemptSummary]) -> set[int]:
-    """Indices whose code is shown: the fastest feasible attempt and the first failure."""
-    shown = set()
-    feasible = [i for i, a in enumerate(attempts) if a.feasible]
-    if feasible:
-        shown.add(min(feasible, key=lambda i: attempts[i].latency_ms if attempts[i].latency_ms is not None
-                      else math.inf))
-    failed = [i for i, a in enumerate(attempts) if not a.feasible and a.code]
-    if failed:
-        shown.add(failed[0])
-    return shown
-
-
-def build_distill_prompt(task: TaskSpec, attempts: Sequence[AttemptSummary]) -> Prompt:
-    """Distillation: every attempt's result and feedback; code of the best and the first failure."""
-    n_feasible = sum(a.feasible for a in attempts)
-    speedups = [a.speedup for a in attempts if a.feasible and a.speedup is not None]
-    summary = f"{len(attempts)} attempts, {n_feasible} feasible"
-    summary += f", best speedup {max(speedups):.3g}x." if speedups else "."
-    shown = _best_and_first_failure(attempts)
-    rendered = "\n".join(_render_attempt(a, i in shown) for i, a in enumerate(attempts)) or "(no attempts)"
-    user = template("distill").substitute(
-        task_id=task.task_id, level=task.level, category=task.category, backend=task.variant,
-        summary_line=summary, attempts=rendered,
-    )
-    return Prompt(system=template("distill_system").template.strip(), user=user.strip())

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import hashlib
 
-from evokernel.prompts.shaping import code_diff
+from evokernel.prompts.shaping import code_diff, similarity
 
 # Lines shorter than this ("}", "import torch") say nothing about where a text comes from.
 _MIN_LINE = 12
@@ -60,6 +60,12 @@ class ShownTexts:
         is much shorter than the code (see shaping.code_diff)."""
         diffs = [(label, diff) for label, base in self._codes if (diff := code_diff(base, code)) is not None]
         return min(diffs, key=lambda pair: len(pair[1])) if diffs else None
+
+    def nearest(self, code: str, least: float = 0.5) -> tuple[str, str] | None:
+        """(label, code) of the shown code sharing the most lines with ``code``, if at least ``least``."""
+        scored = [(similarity(base, code), label, base) for label, base in self._codes]
+        best = max(scored, default=None)
+        return (best[1], best[2]) if best and best[0] >= least else None
 
     def in_scaffold(self, *texts: str | None) -> bool:
         """True when the texts' distinctive lines are (nearly all) in the backend scaffold."""

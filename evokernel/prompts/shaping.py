@@ -44,12 +44,33 @@ def without_worked_example(scaffold: str) -> str:
     return "\n".join(parts).strip()
 
 
-def code_diff(base: str, code: str) -> str | None:
+def code_diff(base: str, code: str, share: float = DIFF_SHARE) -> str | None:
     """A unified diff turning ``base`` into ``code`` (2 lines of context, no file header), or None
-    when it would not be much shorter than the code itself."""
+    when it would be longer than ``share`` of the code itself."""
     diff = list(difflib.unified_diff(base.strip().splitlines(), code.strip().splitlines(), lineterm="", n=2))[2:]
     text = "\n".join(diff)
-    return text if text and len(text) <= DIFF_SHARE * len(code.strip()) else None
+    return text if text and len(text) <= share * len(code.strip()) else None
+
+
+def similarity(base: str, code: str) -> float:
+    """The share of lines the two codes have in common (difflib's ratio over lines)."""
+    return difflib.SequenceMatcher(None, base.strip().splitlines(), code.strip().splitlines(), autojunk=False).ratio()
+
+
+def elide_unchanged(base: str, code: str, label: str, context: int = 2) -> str:
+    """``code`` with each run of lines identical to ``base`` (beyond ``context`` lines at its ends)
+    replaced by one line saying so: every line that differs from ``base`` is kept."""
+    old, new = base.strip().splitlines(), code.strip().splitlines()
+    out: list[str] = []
+    for tag, _i1, _i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        lines = new[j1:j2]
+        if tag == "equal" and len(lines) > 2 * context + 1:
+            head, tail = lines[:context] if j1 > 0 else [], lines[-context:] if j2 < len(new) else []
+            hidden = len(lines) - len(head) - len(tail)
+            out += [*head, f"… {hidden} line(s) as in {label} …", *tail]
+        else:
+            out += lines
+    return "\n".join(out)
 
 
 def compact_ok_lines(text: str) -> str:

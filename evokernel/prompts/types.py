@@ -45,7 +45,12 @@ class AttemptSummary:
     feedback: str  # the verifier's feedback (or the extraction problem)
     code: str | None = None
     latency_ms: float | None = None
-    speedup: float | None = None
+    speedup: float | None = None  # over the reference: median over rounds of the paired ratio
+    ci_low: float | None = None  # its 95% interval
+    ci_high: float | None = None
+    failed_gate: str | None = None
+    passed_gates: tuple[str, ...] = ()  # the gates this attempt passed (what a later fix of a failure passes)
+    is_best: bool = False  # the task's best kernel (memory_lake best_kernels.sql)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ grouped AS (
         sum(n_compiled) / sum(n_attempts) AS compile_rate_attempts,
         sum(n_correct) / sum(n_attempts) AS correct_rate_attempts,
         count(draft_speedup) AS n_draft_speedup_tasks,
+        -- measured in one paired verification (or exactly 1: the best kernel is the draft) vs estimated
+        count(*) FILTER (WHERE draft_speedup_source IN ('paired', 'same kernel')) AS n_draft_speedup_measured,
         quantile_cont(draft_speedup, 0.5) AS draft_speedup_median,
         quantile_cont(draft_speedup, 0.25) AS draft_speedup_q1,
         quantile_cont(draft_speedup, 0.75) AS draft_speedup_q3,
@@ -38,12 +40,14 @@ grouped AS (
         exp(avg(ln(best_speedup))) AS speedup_geomean,
         exp(avg(ln(best_ci_low))) AS speedup_geomean_ci_low,
         exp(avg(ln(best_ci_high))) AS speedup_geomean_ci_high,
-        count(*) FILTER (WHERE best_flagged) AS n_flagged_best,  -- noisy: counted at the CI's low end
+        count(*) FILTER (WHERE best_flagged) AS n_flagged_best,  -- noisy: the median counts, its CI is wide
         count(*) FILTER (WHERE n_implausible > 0) AS n_implausible_tasks,  -- implausible timings left out
         avg(CAST(n_correct > 0 AS DOUBLE)) AS fast_0,
         avg(CAST(coalesce(best_speedup > 1.0, false) AS DOUBLE)) AS fast_1,
         avg(CAST(coalesce(best_speedup > 1.5, false) AS DOUBLE)) AS fast_1_5,
         avg(CAST(coalesce(best_speedup > 2.0, false) AS DOUBLE)) AS fast_2,
+        -- conservative bound: tasks whose best kernel's 95% CI lies above 1 (faster beyond the timing noise)
+        avg(CAST(coalesce(best_ci_low > 1.0, false) AS DOUBLE)) AS fast_1_ci_low,
         count(first_feasible_iteration) AS n_feasible_tasks,
         quantile_cont(first_feasible_iteration + 1, 0.5) AS iterations_to_first_feasible_median,
         avg(first_feasible_iteration + 1) AS iterations_to_first_feasible_mean,

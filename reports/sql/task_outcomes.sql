@@ -2,10 +2,15 @@
 -- Budget: attempts with iteration < the campaign's settings budget (campaigns.settings_json
 -- "budget"); every recorded attempt when the campaign records none.
 -- feasible = hack_passed AND compile_passed AND correct (the paper's g_feas).
--- Flagged timings (the verifier's "flag:" feedback line) enter the speedup figures as follows:
--- noisy timing (a loaded machine) counts at the conservative end of its 95% CI, not its median
--- (the low end as a best kernel's speedup, the high end as the first draft's a gain is measured
--- from); a time faster than the roofline or beyond the plausibility bound is left out.
+-- The best kernel is memory_lake's best_kernels.sql (registered as report_best_kernels: the one
+-- definition the campaign log, the lake and this report share): the highest median paired speedup
+-- over the reference among feasible kernels whose timing is not flagged implausible. Its speedup is
+-- that median with the verifier's 95% CI; best_ci_low is also the conservative bound where one is shown.
+-- Speedup over the first feasible draft: the ratio measured when the task ended, the draft and the best
+-- kernel timed in the same rounds (comparisons: median of per-round ratios, its own 95% CI; exactly 1
+-- when the best kernel is the draft); without that row (older lakes, a failed comparison) the ratio of the
+-- two kernels' medians from their own verifications, with a conservative interval from their CIs
+-- (draft_speedup_source says which).
 -- Parameters: $campaign_ids VARCHAR[].
 WITH budgets AS (
     SELECT campaign_id,
@@ -15,13 +20,15 @@ WITH budgets AS (
     GROUP BY campaign_id
 ),
 in_budget AS (
-    SELECT a.*,
+    SELECT a.* REPLACE (
+               coalesce(a.timing_flag,
+                        CASE WHEN NOT coalesce(a.flagged, false) THEN 'clean'
+                             WHEN regexp_matches(coalesce(a.feedback, ''),
+                                                 'flag: [^\n]*(implausible|exceeds the plausibility bound)')
+                                 THEN 'implausible'
+                             ELSE 'noisy' END) AS timing_flag),
            coalesce(a.hack_passed AND a.compile_passed AND a.correct, false) AS is_feasible,
-           a.candidate_ms > 0 AND isfinite(a.candidate_ms) AS has_timing,
-           CASE WHEN NOT coalesce(a.flagged, false) THEN 'clean'
-                WHEN regexp_extract(coalesce(a.feedback, ''), 'flag: ([^\n]*)', 1) SIMILAR TO
-                     '.*(implausible|exceeds the plausibility bound).*' THEN 'implausible'
-                ELSE 'noisy' END AS timing_flag
+           a.candidate_ms > 0 AND isfinite(a.candidate_ms) AS has_timing
     FROM attempts a
     LEFT JOIN budgets b USING (campaign_id)
     WHERE list_contains($campaign_ids, a.campaign_id)
@@ -29,11 +36,7 @@ in_budget AS (
 ),
 scoped AS (
     SELECT *,
-           CASE timing_flag WHEN 'clean' THEN speedup WHEN 'noisy' THEN ci_low END AS counted_speedup,
-           CASE timing_flag WHEN 'clean' THEN speedup WHEN 'noisy' THEN ci_high END AS counted_as_start,
-           coalesce(CASE timing_flag WHEN 'clean' THEN speedup WHEN 'noisy' THEN ci_low END > 0
-                    AND isfinite(CASE timing_flag WHEN 'clean' THEN speedup WHEN 'noisy' THEN ci_low END), false)
-               AS has_speedup
+           coalesce(timing_flag <> 'implausible' AND speedup > 0 AND isfinite(speedup), false) AS has_speedup
     FROM in_budget
 ),
 per_task AS (
@@ -60,20 +63,24 @@ per_task AS (
     FROM scoped
     GROUP BY campaign_id, task_id
 ),
-first_timed AS (  -- the first feasible draft with a latency measurement that counts
-    SELECT campaign_id, task_id, candidate_ms AS first_feasible_ms, counted_as_start AS first_speedup,
-           ci_low AS first_ci_low, ci_high AS first_ci_high
+first_timed AS (  -- the first feasible kernel with a latency measurement that counts
+    SELECT campaign_id, task_id, attempt_id AS first_attempt_id, candidate_ms AS first_feasible_ms,
+           speedup AS first_speedup, ci_low AS first_ci_low, ci_high AS first_ci_high
     FROM scoped
     WHERE is_feasible AND has_speedup
     QUALIFY row_number() OVER (PARTITION BY campaign_id, task_id ORDER BY iteration, attempt_id) = 1
 ),
-best AS (  -- the best feasible kernel by its counted speedup over the PyTorch reference
-    SELECT campaign_id, task_id, attempt_id AS best_attempt_id, iteration AS best_iteration, candidate_ms AS best_ms,
-           counted_speedup AS best_speedup, speedup AS best_measured_speedup, ci_low AS best_ci_low,
-           ci_high AS best_ci_high, timing_flag <> 'clean' AS best_flagged, timing_flag AS best_timing_flag
-    FROM scoped
-    WHERE is_feasible AND has_speedup
-    QUALIFY row_number() OVER (PARTITION BY campaign_id, task_id ORDER BY counted_speedup DESC, iteration, attempt_id) = 1
+best AS (  -- the one definition (memory_lake best_kernels.sql), within the budget
+    SELECT k.campaign_id, k.task_id, k.best_attempt_id, k.best_iteration, k.best_ms, k.best_speedup,
+           k.best_ci_low, k.best_ci_high, k.best_timing_flag <> 'clean' AS best_flagged, k.best_timing_flag
+    FROM report_best_kernels AS k
+    JOIN scoped AS s ON s.attempt_id = k.best_attempt_id
+),
+measured_gain AS (  -- the draft and the best kernel timed in one paired verification when the task ended
+    SELECT campaign_id, task_id, draft_attempt_id, best_attempt_id, ratio, ratio_ci_low, ratio_ci_high, same_kernel
+    FROM comparisons
+    WHERE list_contains($campaign_ids, campaign_id) AND ratio > 0
+    QUALIFY row_number() OVER (PARTITION BY campaign_id, task_id ORDER BY created_at DESC) = 1
 ),
 task_calls AS (  -- non-attempt LLM calls (e.g. distillation) attributed to a task
     SELECT campaign_id, task_id, count(*) AS extra_llm_calls,
@@ -89,17 +96,24 @@ SELECT
     p.*,
     f.first_feasible_ms,
     b.best_ms,
-    -- ratio of the two kernels' speedups over the reference, each timed against the reference in its
-    -- own verification (so machine-load drift between the two verifications cancels); it equals the
-    -- latency ratio first / best when the reference time is steady
-    b.best_speedup / f.first_speedup AS draft_speedup,
-    -- conservative interval of the ratio from the verifier's speedup CIs of the two kernels
-    b.best_ci_low / f.first_ci_high AS draft_speedup_ci_low,
-    b.best_ci_high / f.first_ci_low AS draft_speedup_ci_high,
+    -- measured: the paired ratio (its own CI); else the ratio of the two medians from separate
+    -- verifications with the conservative interval of their CIs
+    CASE WHEN g.best_attempt_id = b.best_attempt_id THEN g.ratio
+         WHEN f.first_attempt_id = b.best_attempt_id THEN 1.0
+         ELSE b.best_speedup / f.first_speedup END AS draft_speedup,
+    CASE WHEN g.best_attempt_id = b.best_attempt_id THEN g.ratio_ci_low
+         WHEN f.first_attempt_id = b.best_attempt_id THEN 1.0
+         ELSE b.best_ci_low / f.first_ci_high END AS draft_speedup_ci_low,
+    CASE WHEN g.best_attempt_id = b.best_attempt_id THEN g.ratio_ci_high
+         WHEN f.first_attempt_id = b.best_attempt_id THEN 1.0
+         ELSE b.best_ci_high / f.first_ci_low END AS draft_speedup_ci_high,
+    CASE WHEN b.best_attempt_id IS NULL OR f.first_attempt_id IS NULL THEN NULL
+         WHEN g.best_attempt_id = b.best_attempt_id AND NOT g.same_kernel THEN 'paired'
+         WHEN f.first_attempt_id = b.best_attempt_id OR g.same_kernel THEN 'same kernel'
+         ELSE 'separate verifications' END AS draft_speedup_source,
     b.best_attempt_id,
     b.best_iteration,
     b.best_speedup,
-    b.best_measured_speedup,
     b.best_ci_low,
     b.best_ci_high,
     b.best_flagged,
@@ -112,5 +126,6 @@ SELECT
 FROM per_task p
 LEFT JOIN first_timed f USING (campaign_id, task_id)
 LEFT JOIN best b USING (campaign_id, task_id)
+LEFT JOIN measured_gain g USING (campaign_id, task_id)
 LEFT JOIN task_calls c USING (campaign_id, task_id)
 ORDER BY p.campaign_id, p.level, p.category, p.task_id

@@ -79,18 +79,37 @@ def test_running_stats_match_batch_statistics(values):
     assert math.isclose(stats.std, statistics.stdev(values), abs_tol=1e-7)
 
 
-def test_normalisation_is_identity_until_two_samples_then_z_score():
+def test_normalisation_is_identity_until_two_samples_then_divides_by_the_rms():
     r_hat, stats = normalise_refine_reward(RunningStats(), 0.5)
     assert r_hat == 0.5 and stats.count == 1
     r_hat, stats = normalise_refine_reward(stats, -0.5)
-    expected = (-0.5 - stats.mean) / stats.std
-    assert math.isclose(r_hat, expected)
-    assert r_hat < 0
+    assert math.isclose(stats.rms, 0.5) and math.isclose(r_hat, -1.0)
 
 
-def test_normalised_rewards_are_clipped_and_std_floored():
+def test_normalisation_keeps_sign_and_order_and_bounds_the_amplification():
     stats = RunningStats()
     for _ in range(10):
         stats = stats.add(0.0)
-    assert stats.normalise(1.0) == 3.0  # std 0 is floored, the z-score clipped to 3
-    assert stats.normalise(-1.0) == -3.0
+    assert stats.scale == 1 / 3  # rms 0 is floored: a reward is applied at most 3x its raw size
+    assert stats.normalise(1.0) == 3.0 and stats.normalise(-1.0) == -3.0
+    raw = [-1.0, -0.6, -0.25, -0.01, 0.0, 0.02, 0.1, 0.7]
+    for value in raw:
+        stats = stats.add(value)
+    applied = [stats.normalise(v) for v in raw]
+    assert [math.copysign(1, a) for a in applied if a] == [math.copysign(1, r) for r in raw if r]
+    assert applied == sorted(applied)
+    ratios = {round(a / r, 12) for a, r in zip(applied, raw) if r}
+    assert len(ratios) == 1 and 1.0 <= ratios.pop() <= 3.0  # one scale for all: ratios between rewards kept
+
+
+def test_the_issue_example_is_no_longer_blown_up():
+    """Issue 35: seven refining rewards with mean -0.0357 and std 0.0944 turned -0.2498 into -2.27
+    under the z-score; by scale it is -0.75, and a +0.1 gain +0.3 (ratio 2.5 : 1, as raw)."""
+    rewards = [-0.2498, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+    stats = RunningStats()
+    for value in rewards:
+        stats = stats.add(value)
+    assert math.isclose(stats.mean, -0.0357, abs_tol=1e-4) and math.isclose(stats.std, 0.0944, abs_tol=1e-4)
+    assert math.isclose(stats.normalise(-0.2498), -0.7494, abs_tol=1e-4)
+    assert math.isclose(stats.normalise(0.1), 0.3, abs_tol=1e-9)
+    assert "max(rms 0.0944 over 7 rewards, 1/3) = -0.7494" in stats.rule(-0.2498)

@@ -110,3 +110,15 @@ def test_no_blind_refinement_a_feasible_kernel_that_cannot_be_timed_ends_the_tas
         assert reason.startswith("feasible; latency is not measured on this machine (latency unavailable here"), reason
     failed_untimed = replace(outcome(0, False), latency_unmeasurable="latency unavailable here: x")
     assert TaskState("t").after(failed_untimed, EVO).stop_reason(30, 10**6, 1e6) is None  # no kernel yet: keep drafting
+
+
+def test_an_implausible_timing_never_makes_the_best_kernel_and_ties_go_to_the_earlier_one():
+    """The one definition of best (memory_lake best_kernels.sql): the highest median paired speedup among
+    feasible kernels whose timing is not implausible; a noisy one counts at its median."""
+    state = TaskState("t")
+    state = state.after(outcome(0, True, ms=2.0), EVO)  # 1.0x
+    state = state.after(replace(outcome(1, True, ms=0.1, stage=2), timing_flag="implausible"), EVO)  # 20x
+    assert state.best_item_id == "trace/c/t/000" and len(state.start_points) == 2  # still a start point
+    state = state.after(replace(outcome(2, True, ms=1.0, stage=2), timing_flag="noisy"), EVO)  # 2.0x
+    state = state.after(replace(outcome(3, True, ms=1.0, stage=2), timing_flag="clean"), EVO)  # 2.0x, later
+    assert state.best_item_id == "trace/c/t/002" and state.best.speedup == 2.0

@@ -62,8 +62,8 @@ def test_the_refine_prompt_holds_start_point_children_best_and_items():
 
 def test_the_refine_target_is_the_paired_speedup_not_a_latency_from_another_run():
     prompt = build_refine_prompt(TASK, SCAFFOLD, START, [], [], 0.9, None, best_speedup=1.84)
-    assert ("runs 1.84x as fast as the reference, timed side by side with it (0.9 ms in that run); "
-            "beat that speedup.") in prompt.user
+    assert ("runs 1.84x as fast as the reference: the median over rounds of reference time / its time, both "
+            "timed in each round (0.9 ms in that run); beat that speedup.") in prompt.user
     assert "0.9 ms; beat it" not in prompt.user
 
 
@@ -94,19 +94,30 @@ def test_code_with_fences_inside_is_fenced_longer():
     assert "````\nx = '''\n```\n'''\n````" in prompt.user
 
 
-def test_the_distill_prompt_lists_every_attempt_and_shows_best_and_first_failure_code():
+def test_the_distill_prompt_shows_the_best_kernel_the_draft_as_a_diff_and_failures_as_lessons():
+    draft = "class ModelNew:\n    def forward(self, x):\n        return slow(x)\n" + "    # unchanged line\n" * 8
+    best = draft.replace("slow(x)", "fast(x)")
     attempts = [
-        AttemptSummary(1, "draft", False, "compile: undefined symbol", code="class ModelNew: # broken"),
-        AttemptSummary(2, "draft", False, "correctness: mismatch", code="class ModelNew: # wrong"),
-        AttemptSummary(3, "draft", True, "feasible", code="class ModelNew: # slow", latency_ms=2.0, speedup=0.4),
-        AttemptSummary(4, "refine", True, "feasible", code="class ModelNew: # fast", latency_ms=0.5, speedup=1.6),
+        AttemptSummary(1, "draft", False, "[compile] FAILED: x\nkernel.cpp:3:9: error: expected ';' before 'for'\n"
+                       "    3 |         for (;;) {}", code="class ModelNew: # broken", failed_gate="compile",
+                       passed_gates=("hack",)),
+        AttemptSummary(2, "draft", False, "[correctness] FAILED: mismatch", code="class ModelNew: # wrong",
+                       failed_gate="correctness", passed_gates=("hack", "compile")),
+        AttemptSummary(3, "draft", True, "feasible", code=draft, latency_ms=2.0, speedup=0.4, ci_low=0.35, ci_high=0.45,
+                       passed_gates=("hack", "compile", "correctness", "latency")),
+        AttemptSummary(4, "refine", True, "feasible", code=best, latency_ms=0.5, speedup=1.6, ci_low=1.4, ci_high=1.8,
+                       passed_gates=("hack", "compile", "correctness", "latency"), is_best=True),
     ]
     prompt = build_distill_prompt(TASK, attempts)
-    assert "4 attempts, 2 feasible, best speedup 1.6x." in prompt.user
-    for needle in ("#1 draft: failed", "compile: undefined symbol", "#4 refine: feasible, 0.5 ms, speedup 1.6x",
-                   "# broken", "# fast", '"kind": "experience"'):
+    assert "4 attempts, 2 feasible; the best kernel (#4) runs 1.6x the reference's speed." in prompt.user
+    for needle in ("#1 draft: failed at the compile gate: kernel.cpp:3:9: error: expected ';' before 'for'",
+                   "the line it points at: `for (;;) {}`", "fixed in iteration 2 (passed the compile gate) by:",
+                   "-class ModelNew: # broken\n  +class ModelNew: # wrong", "#2 draft: failed at the correctness gate: mismatch",
+                   "#4 refine: feasible, 1.6x the reference's speed (median over rounds, 95% CI 1.4-1.8), 0.5 ms "
+                   "— the best kernel", "### The best kernel (#4)", "return fast(x)", "-        return slow(x)",
+                   '"kind": "experience"'):
         assert needle in prompt.user, needle
-    assert "# wrong" not in prompt.user and "# slow" not in prompt.user
+    assert "```python\nclass ModelNew: # broken" not in prompt.user  # failures as lessons (and fixes), not code
     assert "```json" in prompt.system and "best_practice" in prompt.system
 
 

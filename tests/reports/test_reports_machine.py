@@ -78,7 +78,7 @@ def test_latency_metrics_of_a_machine_that_timed_nothing_are_not_measured_not_ze
     result = write_report(lake_root, tmp_path / "report")
     summary = result.summary_path.read_text()
     row = next(line for line in summary.splitlines() if line.startswith("| c3 "))
-    assert row.count(NOT_MEASURED) == 6 and "0.0%" not in row.split("|")[7]  # fast_1 .. draft IQR
+    assert row.count(NOT_MEASURED) == 7 and "0.0%" not in row.split("|")[7]  # fast_1 .. fast_1 conservative .. draft IQR
     c1_row = next(line for line in summary.splitlines() if line.startswith("| c1 "))
     assert "14 (3 the machine's)" in c1_row and NOT_MEASURED not in c1_row
     html = result.html_path.read_text()

@@ -21,19 +21,19 @@ def test_memory_bound_position_and_its_feedback_line():
     roof = position(Workload(bytes_moved=10**9, flops=10**8), seconds=1e9 / 9.12e9, peaks=PEAKS)
     assert roof.bound == "memory" and roof.fraction == pytest.approx(0.38) and not roof.implausible
     assert roof.line() == ("roofline: memory-bound (0.1 FLOP/byte); reaches 38% of measured memory "
-                           "bandwidth (9.12 of 24 GB/s)")
+                           "bandwidth (9.12 GB/s of 24 GB/s)")
 
 
 def test_a_cache_sized_working_set_meets_the_cache_roof():
     roof = position(Workload(bytes_moved=4_000, flops=1_000), seconds=4_000 / 50e9, peaks=PEAKS)
     assert roof.roof_gbs == 100.0 and roof.fraction == pytest.approx(0.5)
-    assert "for its 4 kB working set (50 of 100 GB/s from cache; 24 GB/s from memory)" in roof.line()
+    assert "for its 4 kB working set (50 GB/s of 100 GB/s from cache; 24 GB/s from memory)" in roof.line()
 
 
 def test_compute_bound_position():
     roof = position(Workload(bytes_moved=10**6, flops=10**10), seconds=0.5, peaks=PEAKS)
     assert roof.bound == "compute" and roof.fraction == pytest.approx(0.1)
-    assert "reaches 10% of measured compute peak (20 of 200 GFLOP/s)" in roof.line()
+    assert "reaches 10% of measured compute peak (20 GFLOP/s of 200 GFLOP/s)" in roof.line()
 
 
 def test_faster_than_the_peaks_allow_is_implausible():
