@@ -36,6 +36,7 @@ def check_campaign(build: Path, lake: str, llm: str, method: str, budget: int, t
     found = inputs.build(Path(settings.build))
     inputs.settings_backend(settings, found)
     inputs.runnable_tasks(found, tasks)
+    inputs.backend_toolchain(found)
     inputs_lake.lake_path(str(settings.lake), must_exist=False)
     _check_dask(settings)
     provider = inputs.llm(settings.llm, settings)
