@@ -33,11 +33,16 @@ def register(app: typer.Typer) -> None:
         parallel_tasks: Optional[int] = typer.Option(None, "--parallel-tasks", help="same-level tasks run at once"),
         dask_address: Optional[str] = typer.Option(None, "--dask-address", help="run tasks on the Dask scheduler "
                                                    "at tcp://HOST:PORT (implies EVOKERNEL_TASK_RUNNER=dask)"),
+        retry_empty_distillations: bool = typer.Option(
+            False, "--retry-empty-distillations", help="ask again for the distillations that stored no lesson (the "
+            "answer held none in the expected form; llm_calls.items_stored = 0); by default a task is distilled "
+            "once per campaign, so a rerun of a finished campaign calls no LLM (setting retry_empty_distillations)"),
     ) -> None:
         """Draft and refine kernels for the build's tasks, sharing one memory; resumable by id."""
         task_ids = split_list(tasks)
         overrides = {"parallel_tasks": parallel_tasks, "dask_address": dask_address,
-                     "task_runner": "dask" if dask_address else None}
+                     "task_runner": "dask" if dask_address else None,
+                     "retry_empty_distillations": True if retry_empty_distillations else None}
         result = run_campaign_cli(build=build, lake=lake, llm=llm, method=method, budget=budget,
                                   tasks=task_ids, campaign_id=campaign_id, order=order, report=report,
                                   config_file=config_file,

@@ -178,4 +178,6 @@ def resume_command(kwargs: dict[str, Any], campaign_id: str) -> str:
     for flag, key in (("--parallel-tasks", "parallel_tasks"), ("--dask-address", "dask_address")):
         if overrides.get(key):
             words += [flag, str(overrides[key])]
+    if overrides.get("retry_empty_distillations"):
+        words.append("--retry-empty-distillations")
     return shlex.join([*words, "--campaign-id", campaign_id])

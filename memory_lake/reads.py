@@ -128,6 +128,11 @@ class LakeReads:
         table = self.query(sql("distilled_for_task"), {"campaign_id": campaign_id, "task_id": task_id})
         return tuple(table.column("item_id").to_pylist())
 
+    def distillations_recorded(self, campaign_id: str, task_id: str) -> int:
+        """How many distillation calls of the task the campaign recorded in llm_calls (those that
+        stored nothing included)."""
+        return self.query(sql("distillations_recorded"), {"campaign_id": campaign_id, "task_id": task_id}).num_rows
+
     def feasible_traces(self, task_id: str) -> tuple[FeasibleTrace, ...]:
         """A task's feasible kernels, oldest first (what a new campaign would refine)."""
         rows = self.query(sql("feasible_traces"), {"task_id": task_id}).to_pylist()

@@ -27,7 +27,7 @@ from prefect.states import Cancelled, State
 
 from evokernel.agent import interrupt
 from evokernel.agent.campaign import resume_task, stop_reason, summarise, verify_plan_candidate
-from evokernel.agent.distill import commit_distillation, distill_request
+from evokernel.agent.distill import commit_distillation, distill_request, empty_distillation_note
 from evokernel.agent.runtime import Runtime, release_runtime, runtime_for
 from evokernel.agent.state import StepOutcome
 from evokernel.agent.step import candidate_code, commit_step, prepare_step
@@ -81,7 +81,8 @@ def _run_task(runtime: Runtime, task_id: str) -> dict[str, Any]:
         if not interrupt.stopping() and ctx.policy.distills and (request := distill_request(ctx, spec)) is not None:
             completion = _result(llm_generate(runtime.llm, request, return_state=True))
             with interrupt.committing():
-                commit_distillation(ctx, spec, completion)
+                if not commit_distillation(ctx, spec, completion):
+                    logger.warning(empty_distillation_note(task_id))
     except interrupt.CampaignStopped:
         reason = stop_reason(ctx, state) or "stopped"
     summary = summarise(state, reason)
