@@ -17,6 +17,7 @@ import typer
 from cli import inputs
 from cli.errors import fail, one_line_errors
 from cli.inputs import InputError
+from cli.inputs_out import output_dir
 
 
 def parse_levels(text: str) -> tuple[int, ...]:
@@ -61,6 +62,8 @@ def register(app: typer.Typer) -> None:
 
         chosen = parse_levels(levels)
         target = out or Path(f"runs/build-{backend}")
+        with one_line_errors(InputError):
+            output_dir(target, holds="a build (manifest.parquet, problems/, build.json)")
         dtypes = [d for item in dtype or [] for d in item.split(",") if d]
         progress = None if quiet else (lambda message: typer.echo(message))
         try:

@@ -110,8 +110,11 @@ def _checked_settings(kwargs: dict):
     created (cli/inputs_campaign.py): one line naming the option, file or variable at fault."""
     from cli.inputs import InputError
     from cli.inputs_campaign import check_campaign
+    from cli.inputs_out import output_dir
 
     try:
+        if kwargs.get("report") is not None:
+            output_dir(kwargs["report"], "--report", holds="the report (index.html, summary.md, ...)")
         return check_campaign(**{k: kwargs.get(k) for k in CHECKED}).settings
     except InputError as exc:
         fail(str(exc))

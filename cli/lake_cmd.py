@@ -12,6 +12,7 @@ import typer
 from cli.errors import fail, one_line_errors
 from cli.inputs import InputError, export_filters, item_kinds
 from cli.inputs_lake import lake_path
+from cli.inputs_out import output_file, write_failed
 
 LAKE_OPT = typer.Option(..., "--lake", help="lake directory, or ducklake:postgres:<libpq conninfo>")
 DATA_PATH_OPT = typer.Option(None, "--data-path", help="where a new catalog lake keeps its Parquet files: a "
@@ -107,6 +108,9 @@ def _register_reading(lake_app: typer.Typer) -> None:
             fail(f"--format {fmt}: expected table, csv, json or parquet")
         if fmt == "parquet" and out is None:
             fail("--format parquet needs --out FILE")
+        if out is not None:
+            with one_line_errors(InputError):
+                output_file(out)
         from memory_lake import readonly
         from memory_lake.storage import parse
 
@@ -190,6 +194,7 @@ def _register_transfer(lake_app: typer.Typer) -> None:
 
         with one_line_errors(InputError):
             item_kinds(_split(kinds))
+            output_file(out)
         with one_line_errors(LakeError, InputError):
             opened = _open(lake)
             for note in export_filters(opened, _split(exclude_tasks), _split(kinds)):  # what matched nothing
@@ -213,7 +218,17 @@ def _split(values: Optional[List[str]]) -> list[str]:
 
 
 def render(result, fmt: str, out: Optional[Path]) -> None:
-    """Print (or write) a query result as an aligned table, CSV, JSON lines or Parquet."""
+    """Print (or write) a query result as an aligned table, CSV, JSON lines or Parquet; a write that
+    fails is one line (the checks before passed: e.g. root on a read-only mount)."""
+    try:
+        _render(result, fmt, out)
+    except OSError as exc:
+        if out is None:
+            raise
+        fail(write_failed("--out", out, exc))
+
+
+def _render(result, fmt: str, out: Optional[Path]) -> None:
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
@@ -222,9 +237,12 @@ def render(result, fmt: str, out: Optional[Path]) -> None:
         typer.echo(f"wrote {result.num_rows} rows to {out}")
         return
     if fmt == "csv":
-        sink = open(out, "wb") if out else sys.stdout.buffer
-        pacsv.write_csv(result, sink)
-        sink.flush()
+        if out is None:
+            pacsv.write_csv(result, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+            return
+        with open(out, "wb") as sink:
+            pacsv.write_csv(result, sink)
         return
     if fmt == "json":
         import json
@@ -232,7 +250,8 @@ def render(result, fmt: str, out: Optional[Path]) -> None:
         text = "\n".join(json.dumps(row, default=str) for row in result.to_pylist())
         Path(out).write_text(text + "\n") if out else typer.echo(text)
         return
-    typer.echo(format_table(result.column_names, result.to_pylist()))
+    text = format_table(result.column_names, result.to_pylist())
+    Path(out).write_text(text + "\n") if out else typer.echo(text)
 
 
 def format_table(names: list[str], rows: list[dict], max_width: int = 60) -> str:
