@@ -60,6 +60,16 @@ def _check_out(out: Path) -> None:
         fail(str(exc))
 
 
+def _check_endpoint(spec: str) -> None:
+    """The LLM endpoint answers, before a Prefect server starts (evokernel.llm.reach)."""
+    from evokernel.llm.reach import endpoint_problem
+    from evokernel.llm.registry import make_llm
+
+    problem = endpoint_problem(make_llm(spec))
+    if problem:
+        fail(f"--llm {spec}: {problem}; nothing was started")
+
+
 def run_experiment_cli(**params) -> dict:
     """Run the experiment flow on one Prefect API, printing each task's end; one-line errors."""
     from cli.prefect_env import apply_prefect_defaults
@@ -86,6 +96,7 @@ def run_experiment_cli(**params) -> dict:
     try:  # the plan's checks first, in one line, before a Prefect server starts
         plan_experiment(params["out"], params["build"], params["llm"], params["methods"], params["seeds"],
                         params["llm_calls_per_task"], params["tasks"] or (), params["start_lake"], params["experiment_id"])
+        _check_endpoint(params["llm"])
         with shared_api() as api, listen(show):
             if api.started_here:
                 typer.echo(f"Prefect API for this experiment: {api.url} (runs kept under PREFECT_HOME)")

@@ -185,6 +185,16 @@ def llm(spec: str, config: "Settings", flag: str = "--llm") -> "LLM":
         raise InputError(str(exc)) from None
 
 
+def llm_endpoint(provider: "LLM", flag: str = "--llm") -> None:
+    """The provider's endpoint answers (one GET with a short timeout, evokernel.llm.reach): an
+    unreachable one is said before anything starts, not after a server start and the retries."""
+    from evokernel.llm.reach import endpoint_problem
+
+    problem = endpoint_problem(provider)
+    if problem:
+        raise InputError(f"{flag} {provider.spec}: {problem}; nothing was started")
+
+
 # ---- lake export filters ----------------------------------------------------------------------
 ITEM_KINDS = ("api_template", "experience", "trace", "best_practice")  # memory_lake.schema.ITEM_KINDS
 

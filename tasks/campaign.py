@@ -25,7 +25,7 @@ from typing import Any
 from prefect import get_run_logger, task
 from prefect.states import Cancelled, State
 
-from evokernel.agent import interrupt
+from evokernel.agent import head_start, interrupt
 from evokernel.agent.campaign import resume_task, stop_reason, summarise, verify_plan_candidate
 from evokernel.agent.distill import commit_distillation, distill_request, empty_distillation_note
 from evokernel.agent.runtime import Runtime, release_runtime, runtime_for
@@ -40,9 +40,12 @@ from verifier.result import Verdict
 
 
 @task(name="llm-generate", task_run_name="{request.task_id} {request.stage}", **LLM_TASK)
-def llm_generate(llm: LLM, request: LLMRequest) -> Completion:
+def llm_generate(llm: LLM, request: LLMRequest, attempt_id: str | None = None) -> Completion:
+    """The step's completion: the answer to this very request when the CLI sent it ahead while the
+    Prefect API started (evokernel.agent.head_start), else the provider's."""
     try:
-        return llm.complete(request)
+        ahead = head_start.take(attempt_id, request) if attempt_id else None
+        return ahead.result() if ahead is not None else llm.complete(request)
     except LLMError as exc:  # after the provider's own retries: fatal for the campaign
         return _stop_campaign(f"{llm.spec}: {_first_line(exc)}")
 
@@ -72,7 +75,7 @@ def _run_task(runtime: Runtime, task_id: str) -> dict[str, Any]:
     try:
         while (reason := stop_reason(ctx, state)) is None:
             plan = prepare_step(ctx, spec, state)
-            completion = _result(llm_generate(runtime.llm, plan.request, return_state=True))
+            completion = _result(llm_generate(runtime.llm, plan.request, plan.attempt_id, return_state=True))
             verdict = _result(verify(runtime, spec, candidate_code(ctx, completion).code, return_state=True))
             with interrupt.committing():
                 outcome = commit_step(ctx, plan, completion, verdict)
