@@ -177,10 +177,10 @@ def test_an_unreachable_llm_endpoint_is_refused_before_anything_starts(tmp_path,
 
 
 def test_a_fatal_llm_error_fails_the_campaign_in_one_line(tmp_path, relu_build):
-    """The endpoint answers (the check before the start passes) but refuses the key: the first generation
-    stops the campaign, recorded `failed`, with one error line and the command that resumes it."""
+    """The endpoint answers (the check before the start passes) but refuses the first generation (HTTP 400,
+    fatal): it stops the campaign, recorded `failed`, with one error line and the command that resumes it."""
     sys.path.insert(0, str(ROOT / "tests" / "llm"))
-    from fake_server import FakeLLMServer
+    from fake_server import API_KEY, Answer, FakeLLMServer
 
     (tmp_path / "fast.toml").write_text("llm_max_retries = 1\n")
     lake = tmp_path / "lake"
@@ -188,12 +188,13 @@ def test_a_fatal_llm_error_fails_the_campaign_in_one_line(tmp_path, relu_build):
         spec = f"openai-compatible:m@{server.url}/v1"
         words = ["evokernel", "campaign", "--build", str(relu_build.root), "--lake", str(lake), "--llm", spec,
                  "--budget", "2", "--config", str(tmp_path / "fast.toml"), "--campaign-id", "no-llm"]
-        env = {**_env(tmp_path), "OPENAI_COMPATIBLE_API_KEY": "not-the-key"}
+        server.push(Answer(status=400))
+        env = {**_env(tmp_path), "OPENAI_COMPATIBLE_API_KEY": API_KEY}
         done = subprocess.run(_cli(words), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert done.returncode == 2, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith(f"error: campaign no-llm failed: {spec}: "), errors
-    assert "authentication failed (HTTP 401)" in errors[0]
+    assert "bad request (HTTP 400)" in errors[0]
     assert errors[0].endswith(f"resume with: {shlex.join(words)}")
     assert "Traceback" not in done.stderr + done.stdout and "NoneType: None" not in done.stderr
     with Lake.open(lake) as reader:
