@@ -21,8 +21,9 @@ def register(app: typer.Typer) -> None:
         lake: str = typer.Option(..., "--lake", help="memory lake directory (created if missing), or "
                                  "ducklake:postgres:<libpq conninfo>"),
         llm: str = typer.Option(..., "--llm", help="openai:MODEL | anthropic:MODEL | openai-compatible:MODEL@URL | scripted:FILE"),
-        method: Optional[str] = typer.Option(None, "--method", help="evokernel | pass-at-k | refinement | heuristic "
-                                             "(default: the settings', evokernel)"),
+        method: Optional[str] = typer.Option(None, "--method", help="evokernel | pass-at-k | refinement | heuristic | "
+                                             "no-memory (evokernel with retrieval off); default: the settings', "
+                                             "evokernel"),
         budget: Optional[int] = typer.Option(None, "--budget", help="iterations per task, shared by drafting and "
                                              "refining (default: the settings', 30)"),
         tasks: Optional[List[str]] = typer.Option(None, "--tasks", help="task ids (repeatable or comma-separated); default: all runnable"),

@@ -44,7 +44,7 @@ def register(app: typer.Typer) -> None:
         started = time.perf_counter()
         typer.echo(f"[1/3] building the bundled CPU benchmark into {out / 'build'}")
         summary = build_benchmark("cpu", out=out / "build", progress=None)
-        typer.echo(f"      {summary.ok} tasks ok, hash {summary.build_hash[:16]} ({summary.seconds:.0f} s)")
+        typer.echo(f"      {summary.ok} tasks ok, hash {summary.build_hash} ({summary.seconds:.0f} s)")
         if llm.startswith("scripted:"):
             typer.echo("[2/3] campaign with the SCRIPTED demo provider: responses written for EvoKernel, "
                        "not produced by a model")
