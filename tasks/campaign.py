@@ -23,7 +23,7 @@ from dataclasses import asdict
 from typing import Any
 
 from prefect import get_run_logger, task
-from prefect.states import Cancelled, State
+from prefect.states import Cancelled, Completed, State
 
 from evokernel.agent import head_start, interrupt
 from evokernel.agent.campaign import resume_task, stop_reason, summarise, verify_plan_candidate
@@ -31,6 +31,7 @@ from evokernel.agent.distill import commit_distillation, distill_request, empty_
 from evokernel.agent.runtime import Runtime, release_runtime, runtime_for
 from evokernel.agent.state import StepOutcome
 from evokernel.agent.step import candidate_code, commit_step, prepare_step
+from evokernel.agent.verification import verdict_outcome
 from evokernel.config import Settings
 from evokernel.llm.base import LLM, Completion, LLMRequest
 from evokernel.llm.errors import LLMError
@@ -51,19 +52,26 @@ def llm_generate(llm: LLM, request: LLMRequest, attempt_id: str | None = None) -
 
 
 @task(name="verify", task_run_name="verify {spec.task_id}", **VERIFY_TASK)
-def verify_code(runtime: Runtime, spec: TaskSpec, code: str | None) -> Verdict | None:
+def verify_code(runtime: Runtime, spec: TaskSpec, code: str | None) -> State:
+    """The verdict, in a Completed state named for what happened (Passed, Rejected, Not judged, ...:
+    evokernel.agent.verification.verdict_outcome), so a failed gate is not logged as "Completed"."""
     try:
-        return verify_plan_candidate(runtime, spec, code)
+        verdict = verify_plan_candidate(runtime, spec, code)
     except interrupt.CampaignStopped as exc:
         return Cancelled(message=f"campaign stopping: {exc}")
+    name, message = verdict_outcome(verdict)
+    return Completed(name=name, message=message, data=verdict)
 
 
 @task(name="campaign-task", task_run_name="{task_id}", **CAMPAIGN_TASK)
-def run_campaign_task(settings: dict[str, Any], campaign_id: str, task_id: str) -> dict[str, Any]:
-    """Run (or resume) one task of a campaign until its budget is spent, then distil it."""
+def run_campaign_task(settings: dict[str, Any], campaign_id: str, task_id: str) -> State:
+    """Run (or resume) one task of a campaign until its budget is spent, then distil it; its summary in
+    a Completed state named Solved (a feasible kernel) or Unsolved, with the stop reason."""
     runtime = runtime_for(Settings(**settings), campaign_id)
     try:
-        return _run_task(runtime, task_id)
+        summary = _run_task(runtime, task_id)
+        return Completed(name="Solved" if summary["feasible"] else "Unsolved", message=summary["stop_reason"][:300],
+                         data=summary)
     finally:
         release_runtime(runtime)  # the last holder closes it: a long-lived Dask worker keeps no lake open
 
