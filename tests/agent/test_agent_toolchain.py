@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_fixtures import answer, build_tiny
+from agent_fixtures import build_tiny
 from evokernel.agent.attribution import MACHINE
 from evokernel.agent.campaign import run_task
 from evokernel.agent.runtime import close_runtime, open_runtime
@@ -26,6 +26,7 @@ from verifier.backends.triton_ascend.toolchain import INSTALL_COMMAND
 from verifier.backends.triton_backend import triton_version
 
 ROOT = Path(__file__).resolve().parents[2]
+RELU_TRITON = ROOT / "tests" / "fixtures" / "kernels" / "honest_triton_math_ceil_grid.py"  # an honest Triton ReLU
 MISSING = f"the triton-ascend toolchain is not installed (run `{INSTALL_COMMAND}`)"
 
 
@@ -44,7 +45,8 @@ def no_toolchain(tmp_path, monkeypatch):
 
 
 def script(path: Path, task_ids: list[str]) -> Path:
-    responses = {t: {"draft": [answer("relu_triton")], "distill": ["no lessons"]} for t in task_ids}
+    draft = f"Here is the kernel.\n\n```python\n{RELU_TRITON.read_text()}```\n"
+    responses = {t: {"draft": [draft], "distill": ["no lessons"]} for t in task_ids}
     path.write_text(json.dumps({"label": "npu replay (scripted)", "responses": responses}))
     return path
 
