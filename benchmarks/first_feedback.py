@@ -14,8 +14,9 @@ The fake server answers every request with "ok": no kernel in a draft (the attem
 "generation") and no lesson in a distillation (the case of issue 39's item 2).
 Targets: first request and unreachable endpoint within 10 s each; 0 requests on the rerun.
 
-Run: .venv/bin/python -m benchmarks.first_feedback --build DIR [--task ID] [--evokernel PATH] [--json out.json]
-(``--evokernel`` runs another checkout's command, e.g. /work/main/.venv/bin/evokernel, for a before/after).
+Run: .venv/bin/python -m benchmarks.first_feedback [--build DIR --task ID] [--evokernel PATH] [--json out.json]
+(without --build, a one-task cpu build is made first in a temporary directory, its task KB-L1/1_ReLU;
+``--evokernel`` runs another checkout's command, e.g. /work/main/.venv/bin/evokernel, for a before/after).
 """
 
 from __future__ import annotations
@@ -102,8 +103,8 @@ def unreachable(command: list[str], build: str, task: str, scratch: Path, prefec
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--build", required=True, help="a cpu build (evokernel build --backend cpu)")
-    parser.add_argument("--task", default="L1/001_relu")
+    parser.add_argument("--build", default=None, help="a cpu build (evokernel build --backend cpu)")
+    parser.add_argument("--task", default=None, help="a task of --build (default: L1/001_relu, or the made build's)")
     parser.add_argument("--evokernel", default=None, help="the evokernel command to time (default: this checkout's)")
     parser.add_argument("--json", default=None)
     args = parser.parse_args()
@@ -113,6 +114,11 @@ def main() -> None:
     rows: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="first-feedback-") as tmp:
         scratch = Path(tmp)
+        if args.build is None:
+            from benchmarks.bad_inputs import make_build
+
+            args.build, args.task = str(make_build(scratch)), "KB-L1/1_ReLU"
+        args.task = args.task or "L1/001_relu"
         home = scratch / "prefect"
         rows["unreachable endpoint (fresh PREFECT_HOME)"] = unreachable(command, args.build, args.task, scratch, home)
         rows["first request (fresh PREFECT_HOME)"] = first = first_request(command, args.build, args.task, scratch,
