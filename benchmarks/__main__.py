@@ -30,6 +30,7 @@ QUICK_ARGS = {
     "triton_ascend_gate": ["--repeats", "1"],
     "memory_learning": ["--quick"],
     "bad_inputs": [],
+    "first_feedback": [],
 }
 
 

@@ -25,7 +25,8 @@ RELU = ('import torch\nimport torch.nn as nn\n\nCATEGORY = "activation"\n\n\ncla
         'def get_inputs():\n    return [torch.randn(batch_size, dim)]\n\n\ndef get_init_inputs():\n    return []\n')
 
 
-def _build(scratch: Path) -> Path:
+def make_build(scratch: Path) -> Path:
+    """A one-task cpu build (KB-L1/1_ReLU) in ``scratch``."""
     from kernelbench_npu.build import build_benchmark
 
     (scratch / "src" / "level1").mkdir(parents=True)
@@ -109,7 +110,7 @@ def main() -> None:
     rows = {}
     with tempfile.TemporaryDirectory(prefix="bad-inputs-") as tmp:
         scratch = Path(tmp)
-        build = Path(args.build) if args.build else _build(scratch)
+        build = Path(args.build) if args.build else make_build(scratch)
         values = _inputs(build, scratch)
         for name, template in CASES.items():
             rows[name] = row = run_case(template.format(**values), scratch)

@@ -9,6 +9,7 @@ the NPU backends which gates run on the build machine for it).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import List, Optional
 
@@ -17,6 +18,7 @@ import typer
 from cli import inputs
 from cli.errors import fail, one_line_errors
 from cli.inputs import InputError
+from cli.inputs_out import output_dir
 
 
 def parse_levels(text: str) -> tuple[int, ...]:
@@ -61,6 +63,8 @@ def register(app: typer.Typer) -> None:
 
         chosen = parse_levels(levels)
         target = out or Path(f"runs/build-{backend}")
+        with one_line_errors(InputError):
+            output_dir(target, holds="a build (manifest.parquet, problems/, build.json)")
         dtypes = [d for item in dtype or [] for d in item.split(",") if d]
         progress = None if quiet else (lambda message: typer.echo(message))
         try:
@@ -96,14 +100,23 @@ def explain_task_cmd(build: Path, task_id: str) -> str:
         return explain_task(build, task_id)
 
 
+def natural_key(task_id: str) -> list:
+    """Numbers in an id compare as numbers: KB-L1/2_ before KB-L1/10_ before KB-L1/100_."""
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", task_id)]
+
+
 def task_list(build) -> str:
-    """One line per task: id, level, category, lint status (with the quarantine reason), then a count."""
-    width = max((len(t.task_id) for t in build.tasks), default=4)
-    lines = [f"{'task':{width}}  level  {'category':16} lint"]
-    for t in build.tasks:
-        lint = t.lint_status + (f": {t.lint_reason}" if t.quarantined and t.lint_reason else "")
-        lines.append(f"{t.task_id:{width}}  {t.level:>5}  {t.category:16} {lint}")
+    """One line per task, by level then id (numbers as numbers): level, category, lint status, the id
+    (last: ids run to 100 characters in a KernelBench checkout, and no column is padded to them) and a
+    quarantined task's reason; then a count and the build's hash."""
+    tasks = sorted(build.tasks, key=lambda t: (t.level, natural_key(t.task_id)))
+    category = max([len("category")] + [len(t.category) for t in tasks])
+    lint = max([len("lint")] + [len(t.lint_status) for t in tasks])
+    lines = [f"level  {'category':{category}}  {'lint':{lint}}  task"]
+    for t in tasks:
+        reason = f"  ({t.lint_reason})" if t.quarantined and t.lint_reason else ""
+        lines.append(f"{t.level:>5}  {t.category:{category}}  {t.lint_status:{lint}}  {t.task_id}{reason}")
     runnable = len(build.runnable())
     lines.append(f"{len(build.tasks)} tasks ({runnable} ok, {len(build.tasks) - runnable} quarantined) in "
-                 f"{build.root}, backend {build.backend}, hash {build.build_hash[:16]}")
+                 f"{build.root}, backend {build.backend}, hash {build.build_hash}")
     return "\n".join(lines)

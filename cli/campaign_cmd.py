@@ -21,8 +21,9 @@ def register(app: typer.Typer) -> None:
         lake: str = typer.Option(..., "--lake", help="memory lake directory (created if missing), or "
                                  "ducklake:postgres:<libpq conninfo>"),
         llm: str = typer.Option(..., "--llm", help="openai:MODEL | anthropic:MODEL | openai-compatible:MODEL@URL | scripted:FILE"),
-        method: Optional[str] = typer.Option(None, "--method", help="evokernel | pass-at-k | refinement | heuristic "
-                                             "(default: the settings', evokernel)"),
+        method: Optional[str] = typer.Option(None, "--method", help="evokernel | pass-at-k | refinement | heuristic | "
+                                             "no-memory (evokernel with retrieval off); default: the settings', "
+                                             "evokernel"),
         budget: Optional[int] = typer.Option(None, "--budget", help="iterations per task, shared by drafting and "
                                              "refining (default: the settings', 30)"),
         tasks: Optional[List[str]] = typer.Option(None, "--tasks", help="task ids (repeatable or comma-separated); default: all runnable"),
@@ -33,11 +34,16 @@ def register(app: typer.Typer) -> None:
         parallel_tasks: Optional[int] = typer.Option(None, "--parallel-tasks", help="same-level tasks run at once"),
         dask_address: Optional[str] = typer.Option(None, "--dask-address", help="run tasks on the Dask scheduler "
                                                    "at tcp://HOST:PORT (implies EVOKERNEL_TASK_RUNNER=dask)"),
+        retry_empty_distillations: bool = typer.Option(
+            False, "--retry-empty-distillations", help="ask again for the distillations that stored no lesson (the "
+            "answer held none in the expected form; llm_calls.items_stored = 0); by default a task is distilled "
+            "once per campaign, so a rerun of a finished campaign calls no LLM (setting retry_empty_distillations)"),
     ) -> None:
         """Draft and refine kernels for the build's tasks, sharing one memory; resumable by id."""
         task_ids = split_list(tasks)
         overrides = {"parallel_tasks": parallel_tasks, "dask_address": dask_address,
-                     "task_runner": "dask" if dask_address else None}
+                     "task_runner": "dask" if dask_address else None,
+                     "retry_empty_distillations": True if retry_empty_distillations else None}
         result = run_campaign_cli(build=build, lake=lake, llm=llm, method=method, budget=budget,
                                   tasks=task_ids, campaign_id=campaign_id, order=order, report=report,
                                   config_file=config_file,
@@ -47,9 +53,47 @@ def register(app: typer.Typer) -> None:
 
 def run_campaign_cli(**kwargs) -> dict:
     """Run the campaign flow on one Prefect API with a live progress bar read from the lake;
-    one-line errors for expected failures. Every input is checked first: nothing starts before."""
-    settings = _checked_settings(kwargs)
-    from cli.campaign_interrupt import Interruptible, ended, refuse_running
+    one-line errors for expected failures. Every input, the LLM endpoint included, is checked first:
+    nothing starts before. While the Prefect API starts, the first steps' LLM requests go out
+    (evokernel.agent.head_start): the first request leaves within seconds, not after the server."""
+    checked = _checked_inputs(kwargs)
+    settings = checked.settings
+    from cli.campaign_interrupt import refuse_running
+
+    refuse_running(kwargs["lake"], kwargs.get("campaign_id"))
+    kwargs["campaign_id"] = kwargs.get("campaign_id") or _new_campaign_id(settings.method, checked.model)
+    head = _head_start(settings, kwargs)
+    try:
+        if head is not None:  # its requests out before Prefect's imports (seconds of one core, and the GIL)
+            head.wait()
+        return _run_flow(kwargs, settings)
+    except KeyboardInterrupt:  # Ctrl-C before the campaign's handlers are installed (cli/campaign_interrupt.py)
+        from cli.campaign_interrupt import interrupted_before_start
+
+        interrupted_before_start(kwargs)
+    finally:
+        if head is not None:
+            head.close()
+
+
+def _new_campaign_id(method: str, model: str) -> str:
+    from evokernel.agent.runtime import default_campaign_id
+
+    return default_campaign_id(method, model)
+
+
+def _head_start(settings, kwargs: dict):
+    """The first wave's first requests, sent while the Prefect API starts (threads only: a Dask
+    worker's task could not take an answer held in this process)."""
+    if settings.task_runner == "dask":
+        return None
+    from evokernel.agent.head_start import HeadStart
+
+    return HeadStart.begin(settings, kwargs["campaign_id"], kwargs.get("tasks") or (), kwargs["order"])
+
+
+def _run_flow(kwargs: dict, settings) -> dict:
+    from cli.campaign_interrupt import Interruptible, ended
     from cli.prefect_env import apply_prefect_defaults
 
     apply_prefect_defaults()
@@ -64,7 +108,6 @@ def run_campaign_cli(**kwargs) -> dict:
     from kernelbench_npu.spec import BuildError
     from memory_lake import LakeError
 
-    refuse_running(kwargs["lake"], kwargs.get("campaign_id"))
     params = {k: (str(v) if isinstance(v, Path) else v) for k, v in kwargs.items()}
     params.update(method=settings.method, budget=settings.budget)  # an option not given: env, config, default
     params["report_out"] = params.pop("report")
@@ -100,14 +143,17 @@ def _flow_result(flow, params: dict, handlers) -> dict:
     return result
 
 
-def _checked_settings(kwargs: dict):
-    """The campaign's settings, every input checked before a Prefect server starts or a lake is
-    created (cli/inputs_campaign.py): one line naming the option, file or variable at fault."""
+def _checked_inputs(kwargs: dict):
+    """The campaign's settings and model, every input checked before a Prefect server starts or a
+    lake is created (cli/inputs_campaign.py): one line naming the option, file or variable at fault."""
     from cli.inputs import InputError
     from cli.inputs_campaign import check_campaign
+    from cli.inputs_out import output_dir
 
     try:
-        return check_campaign(**{k: kwargs.get(k) for k in CHECKED}).settings
+        if kwargs.get("report") is not None:
+            output_dir(kwargs["report"], "--report", holds="the report (index.html, summary.md, ...)")
+        return check_campaign(**{k: kwargs.get(k) for k in CHECKED})
     except InputError as exc:
         fail(str(exc))
 

@@ -130,6 +130,16 @@ class Interruptible:
         os._exit(EXIT_INTERRUPTED)
 
 
+def interrupted_before_start(kwargs: dict[str, Any]) -> None:
+    """Ctrl-C while the campaign was starting (its first requests going out, Prefect starting): no step
+    was committed; one line with the command that starts it again, exit 130 at once."""
+    sys.stdout.flush()
+    sys.stderr.write(f"interrupted: campaign {kwargs['campaign_id']} stopped before its first step; resume with: "
+                     f"{resume_command(kwargs, kwargs['campaign_id'])}\n")
+    sys.stderr.flush()
+    os._exit(EXIT_INTERRUPTED)
+
+
 def ended(result: dict[str, Any], kwargs: dict[str, Any], handlers: Interruptible) -> None:
     """A flow that stopped early: wait for the watchdog (Ctrl-C), or one error line (exit 2)."""
     stopped = result.get("stopped")
@@ -178,4 +188,6 @@ def resume_command(kwargs: dict[str, Any], campaign_id: str) -> str:
     for flag, key in (("--parallel-tasks", "parallel_tasks"), ("--dask-address", "dask_address")):
         if overrides.get(key):
             words += [flag, str(overrides[key])]
+    if overrides.get("retry_empty_distillations"):
+        words.append("--retry-empty-distillations")
     return shlex.join([*words, "--campaign-id", campaign_id])

@@ -34,12 +34,17 @@ def register(app: typer.Typer) -> None:
         from cli.campaign_cmd import print_summary, run_campaign_cli
         from kernelbench_npu.build import build_benchmark
 
-        if out.exists() and not out.is_dir():
-            fail(f"--out {out}: is a file; the demo writes a directory (build/, lake/, report/)")
+        from cli.inputs import InputError
+        from cli.inputs_out import output_dir
+
+        try:
+            output_dir(out, holds="the demo's output (build/, lake/, report/)")
+        except InputError as exc:
+            fail(str(exc))
         started = time.perf_counter()
         typer.echo(f"[1/3] building the bundled CPU benchmark into {out / 'build'}")
         summary = build_benchmark("cpu", out=out / "build", progress=None)
-        typer.echo(f"      {summary.ok} tasks ok, hash {summary.build_hash[:16]} ({summary.seconds:.0f} s)")
+        typer.echo(f"      {summary.ok} tasks ok, hash {summary.build_hash} ({summary.seconds:.0f} s)")
         if llm.startswith("scripted:"):
             typer.echo("[2/3] campaign with the SCRIPTED demo provider: responses written for EvoKernel, "
                        "not produced by a model")

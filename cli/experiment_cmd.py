@@ -40,6 +40,7 @@ def register(app: typer.Typer) -> None:
             parsed_seeds = [int(s) for s in _list(seeds)]
         except ValueError:
             fail(f"--seeds {seeds!r}: give comma-separated integers")
+        _check_out(out)
         overrides = {"parallel_tasks": parallel_tasks} if parallel_tasks else None
         result = run_experiment_cli(build=str(build), llm=llm, out=str(out), methods=_list(methods), seeds=parsed_seeds,
                                     llm_calls_per_task=llm_calls, tasks=_list(tasks) or None, start_lake=start_lake,
@@ -47,6 +48,26 @@ def register(app: typer.Typer) -> None:
                                     config_file=str(config_file) if config_file else None, settings_overrides=overrides)
         typer.echo(Path(result["report"]).read_text())
         typer.echo(f"report: {result['report']} (and experiment.parquet, per_task.parquet beside it)")
+
+
+def _check_out(out: Path) -> None:
+    from cli.inputs import InputError
+    from cli.inputs_out import output_dir
+
+    try:
+        output_dir(out, holds="the experiment (lakes/, report/, experiment.json)")
+    except InputError as exc:
+        fail(str(exc))
+
+
+def _check_endpoint(spec: str) -> None:
+    """The LLM endpoint answers, before a Prefect server starts (evokernel.llm.reach)."""
+    from evokernel.llm.reach import endpoint_problem
+    from evokernel.llm.registry import make_llm
+
+    problem = endpoint_problem(make_llm(spec))
+    if problem:
+        fail(f"--llm {spec}: {problem}; nothing was started")
 
 
 def run_experiment_cli(**params) -> dict:
@@ -75,6 +96,7 @@ def run_experiment_cli(**params) -> dict:
     try:  # the plan's checks first, in one line, before a Prefect server starts
         plan_experiment(params["out"], params["build"], params["llm"], params["methods"], params["seeds"],
                         params["llm_calls_per_task"], params["tasks"] or (), params["start_lake"], params["experiment_id"])
+        _check_endpoint(params["llm"])
         with shared_api() as api, listen(show):
             if api.started_here:
                 typer.echo(f"Prefect API for this experiment: {api.url} (runs kept under PREFECT_HOME)")

@@ -78,6 +78,30 @@ def settings_backend(config: "Settings", build: "Build") -> str:
     return build.backend
 
 
+def build_backend(build: "Build", backend_name: str, flag: str = "--backend") -> str:
+    """A command verifies on its build's backend: another one would judge a task adapted for a
+    different machine (a CPU-sized task under nvcc's sandbox, ...) and blame the candidate."""
+    if backend_name != build.backend:
+        raise InputError(f"{flag} {backend_name}: the build at {build.root} is for backend {build.backend!r} "
+                         f"(leave {flag} out, or make a {backend_name} build: `evokernel build --backend "
+                         f"{backend_name} --out DIR`)")
+    return backend_name
+
+
+def backend_toolchain(build: "Build", flag: str = "--build") -> None:
+    """The toolchain the build's backend compiles with is on this machine: a campaign without it
+    could not judge a single kernel (and a missing toolchain is never the candidate's fault)."""
+    from verifier.backends import get_backend
+
+    try:
+        problem = get_backend(build.backend).toolchain_problem()
+    except (KeyError, ImportError) as exc:
+        raise InputError(f"{flag} {build.root}: backend {build.backend!r} is not available here ({exc})") from None
+    if problem:
+        raise InputError(f"{flag} {build.root}: the build is for backend {build.backend!r}, whose compile gate needs "
+                         f"a toolchain this machine lacks: {problem}")
+
+
 def _unknown_task(build: "Build", task_id: str, flag: str) -> InputError:
     ids = [t.task_id for t in build.tasks]
     close = difflib.get_close_matches(task_id, ids, n=3, cutoff=0.5)
@@ -159,6 +183,16 @@ def llm(spec: str, config: "Settings", flag: str = "--llm") -> "LLM":
         raise InputError(f"{flag} {exc}") from None
     except PriceTableError as exc:  # LLM_PRICES: names the variable itself
         raise InputError(str(exc)) from None
+
+
+def llm_endpoint(provider: "LLM", flag: str = "--llm") -> None:
+    """The provider's endpoint answers (one GET with a short timeout, evokernel.llm.reach): an
+    unreachable one is said before anything starts, not after a server start and the retries."""
+    from evokernel.llm.reach import endpoint_problem
+
+    problem = endpoint_problem(provider)
+    if problem:
+        raise InputError(f"{flag} {provider.spec}: {problem}; nothing was started")
 
 
 # ---- lake export filters ----------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Every input of ``evokernel campaign`` (and of the demo's campaign), checked in one pass before a
-Prefect server starts or a lake is created: settings, build, backend, tasks, lake path, Dask address,
-LLM provider, then the existing lake's backend and a resumed campaign's inputs (cheap checks first).
+Prefect server starts or a lake is created: settings, build, backend and its toolchain, tasks, lake
+path, Dask address, LLM provider, the existing lake's backend and a resumed campaign's inputs, then
+whether the LLM endpoint answers (cheap checks first).
 """
 
 from __future__ import annotations
@@ -36,11 +37,13 @@ def check_campaign(build: Path, lake: str, llm: str, method: str, budget: int, t
     found = inputs.build(Path(settings.build))
     inputs.settings_backend(settings, found)
     inputs.runnable_tasks(found, tasks)
+    inputs.backend_toolchain(found)
     inputs_lake.lake_path(str(settings.lake), must_exist=False)
     _check_dask(settings)
     provider = inputs.llm(settings.llm, settings)
     inputs_lake.campaign_lake(str(settings.lake), found.backend, campaign_id, found.build_hash, settings.method,
                               provider.model)
+    inputs.llm_endpoint(provider)  # last: the only check that waits on the network (at most a few seconds)
     return CampaignInputs(settings=settings, backend=found.backend, model=provider.model)
 
 

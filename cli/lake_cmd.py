@@ -12,6 +12,7 @@ import typer
 from cli.errors import fail, one_line_errors
 from cli.inputs import InputError, export_filters, item_kinds
 from cli.inputs_lake import lake_path
+from cli.inputs_out import output_file, write_failed
 
 LAKE_OPT = typer.Option(..., "--lake", help="lake directory, or ducklake:postgres:<libpq conninfo>")
 DATA_PATH_OPT = typer.Option(None, "--data-path", help="where a new catalog lake keeps its Parquet files: a "
@@ -98,7 +99,9 @@ def _register_reading(lake_app: typer.Typer) -> None:
     def query(sql_text: str = typer.Argument(..., metavar="SQL"), lake: str = LAKE_OPT,
               fmt: str = typer.Option("table", "--format", help="table | csv | json | parquet"),
               out: Optional[Path] = typer.Option(None, "--out", help="output file (required for parquet)"),
-              as_of: Optional[str] = AS_OF_OPT) -> None:
+              as_of: Optional[str] = AS_OF_OPT,
+              wide: bool = typer.Option(False, "--wide", help="table: show free text whole (ids, hashes and "
+                                        "numbers are never cut; text longer than 60 characters is, by default)")) -> None:
         """Run one read-only SELECT over items, attempts, retrievals, value_updates, campaigns, llm_calls,
         item_values (writes, COPY, ATTACH, CALL, PRAGMA, SET and file readers are refused)."""
         from memory_lake import LakeError
@@ -107,12 +110,15 @@ def _register_reading(lake_app: typer.Typer) -> None:
             fail(f"--format {fmt}: expected table, csv, json or parquet")
         if fmt == "parquet" and out is None:
             fail("--format parquet needs --out FILE")
+        if out is not None:
+            with one_line_errors(InputError):
+                output_file(out)
         from memory_lake import readonly
         from memory_lake.storage import parse
 
         with one_line_errors(LakeError):
             result = readonly.query(parse(lake), sql_text, as_of=as_of)
-        render(result, fmt, out)
+        render(result, fmt, out, wide)
 
     @lake_app.command("stats")
     def stats(lake: str = LAKE_OPT, top: int = typer.Option(5, "--top", help="items shown per stage")) -> None:
@@ -127,15 +133,17 @@ def _register_history(lake_app: typer.Typer) -> None:
     """snapshots, migrate and attach: the lake's history, moving it, reading it from plain DuckDB."""
 
     @lake_app.command("snapshots")
-    def snapshots(lake: str = LAKE_OPT, last: int = typer.Option(20, "--last", help="newest snapshots shown")) -> None:
-        """List the lake's snapshots (ids and times for --as-of) and what each changed."""
+    def snapshots(lake: str = LAKE_OPT, last: int = typer.Option(20, "--last", min=1, help="newest snapshots shown")) -> None:
+        """List the lake's snapshots (ids and times for --as-of) and the tables each changed."""
         from memory_lake import LakeError
 
         with one_line_errors(LakeError):
             found = _open(lake).snapshots()
-        rows = [{"snapshot": s.snapshot_id, "time": s.time.isoformat(timespec="seconds"), "changes": s.changes}
+        rows = [{"snapshot": s.snapshot_id, "time": s.time.isoformat(timespec="seconds"), "changes": s.described}
                 for s in found[-last:]]
-        typer.echo(format_table(["snapshot", "time", "changes"], rows, max_width=80))
+        typer.echo(format_table(["snapshot", "time", "changes"], rows, wide=True, count=False))
+        shown = f"the last {len(rows)} shown (--last N shows more)" if len(found) > len(rows) else "all shown"
+        typer.echo(f"({len(found)} snapshots; {shown})")
 
     @lake_app.command("migrate")
     def migrate(old: str = typer.Argument(..., metavar="OLD"), new: str = typer.Argument(..., metavar="NEW"),
@@ -190,6 +198,7 @@ def _register_transfer(lake_app: typer.Typer) -> None:
 
         with one_line_errors(InputError):
             item_kinds(_split(kinds))
+            output_file(out)
         with one_line_errors(LakeError, InputError):
             opened = _open(lake)
             for note in export_filters(opened, _split(exclude_tasks), _split(kinds)):  # what matched nothing
@@ -212,8 +221,18 @@ def _split(values: Optional[List[str]]) -> list[str]:
     return [v for value in values or [] for v in value.split(",") if v]
 
 
-def render(result, fmt: str, out: Optional[Path]) -> None:
-    """Print (or write) a query result as an aligned table, CSV, JSON lines or Parquet."""
+def render(result, fmt: str, out: Optional[Path], wide: bool = False) -> None:
+    """Print (or write) a query result as an aligned table, CSV, JSON lines or Parquet; a write that
+    fails is one line (the checks before passed: e.g. root on a read-only mount)."""
+    try:
+        _render(result, fmt, out, wide)
+    except OSError as exc:
+        if out is None:
+            raise
+        fail(write_failed("--out", out, exc))
+
+
+def _render(result, fmt: str, out: Optional[Path], wide: bool) -> None:
     import pyarrow.csv as pacsv
     import pyarrow.parquet as pq
 
@@ -222,9 +241,12 @@ def render(result, fmt: str, out: Optional[Path]) -> None:
         typer.echo(f"wrote {result.num_rows} rows to {out}")
         return
     if fmt == "csv":
-        sink = open(out, "wb") if out else sys.stdout.buffer
-        pacsv.write_csv(result, sink)
-        sink.flush()
+        if out is None:
+            pacsv.write_csv(result, sys.stdout.buffer)
+            sys.stdout.buffer.flush()
+            return
+        with open(out, "wb") as sink:
+            pacsv.write_csv(result, sink)
         return
     if fmt == "json":
         import json
@@ -232,21 +254,34 @@ def render(result, fmt: str, out: Optional[Path]) -> None:
         text = "\n".join(json.dumps(row, default=str) for row in result.to_pylist())
         Path(out).write_text(text + "\n") if out else typer.echo(text)
         return
-    typer.echo(format_table(result.column_names, result.to_pylist()))
+    text = format_table(result.column_names, result.to_pylist(), wide=wide)
+    Path(out).write_text(text + "\n") if out else typer.echo(text)
 
 
-def format_table(names: list[str], rows: list[dict], max_width: int = 60) -> str:
-    cells = [[_cell(row[n], max_width) for n in names] for row in rows]
-    widths = [max([len(n)] + [len(r[i]) for r in cells]) for i, n in enumerate(names)]
+TEXT_WIDTH = 60  # a cell of free text (it has spaces: feedback, code, titles) longer than this is cut
+
+
+def format_table(names: list[str], rows: list[dict], wide: bool = False, count: bool = True) -> str:
+    """An aligned table. A value a user may paste (no spaces: ids, hashes, numbers, times) is never cut;
+    free text longer than TEXT_WIDTH is, with "…", unless ``wide``; the last line counts the rows and
+    says how many values were cut and how to see them whole."""
+    cells = [[_cell(row[n], wide) for n in names] for row in rows]
+    widths = [max([len(n)] + [len(r[i][0]) for r in cells]) for i, n in enumerate(names)]
     line = lambda values: "  ".join(v.ljust(w) for v, w in zip(values, widths)).rstrip()  # noqa: E731
-    out = [line(names), line(["-" * w for w in widths])] + [line(r) for r in cells]
-    out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
-    return "\n".join(out)
+    out = [line(names), line(["-" * w for w in widths])] + [line([text for text, _ in r]) for r in cells]
+    cut = sum(was_cut for r in cells for _, was_cut in r)
+    notes = [f"{len(rows)} row{'s' if len(rows) != 1 else ''}"] if count else []
+    if cut:
+        notes.append(f"{cut} text value{'s' if cut != 1 else ''} cut at {TEXT_WIDTH} characters: --wide shows them "
+                     "whole, --format csv|json writes them whole")
+    return "\n".join(out + ([f"({'; '.join(notes)})"] if notes else []))
 
 
-def _cell(value, max_width: int) -> str:
+def _cell(value, wide: bool) -> tuple[str, bool]:
     text = "NULL" if value is None else str(value).replace("\n", " ")
-    return text if len(text) <= max_width else text[: max_width - 3] + "..."
+    if wide or len(text) <= TEXT_WIDTH or " " not in text:
+        return text, False
+    return text[: TEXT_WIDTH - 1] + "…", True
 
 
 def print_stats(lake, top: int) -> None:

@@ -14,6 +14,7 @@ import typer
 from cli import inputs_lake
 from cli.errors import EXIT_FAILED, fail, one_line_errors
 from cli.inputs import InputError, split_list
+from cli.inputs_out import output_dir
 
 
 def register(app: typer.Typer) -> None:
@@ -31,8 +32,7 @@ def register(app: typer.Typer) -> None:
         campaign_ids = split_list(campaign)
         with one_line_errors(InputError):  # every input, before the report is computed
             inputs_lake.lake_path(lake, must_exist=True)
-            if out.exists() and not out.is_dir():
-                raise InputError(f"--out {out}: is a file; the report is a directory (index.html, summary.md, ...)")
+            output_dir(out, holds="the report (index.html, summary.md, ...)")
             inputs_lake.known_campaigns(lake, campaign_ids)
         from reports.build import ReportError, write_report
 

@@ -23,16 +23,18 @@ def register(app: typer.Typer) -> None:
         task: str = typer.Option(..., "--task", help="task id in the build, e.g. L1/001_relu (bundled) or "
                                  "KB-L1/19_ReLU (a KernelBench checkout); `evokernel build --list` lists them"),
         candidate: Path = typer.Option(..., "--candidate", help="candidate Python file (class ModelNew)"),
-        backend: Optional[str] = typer.Option(None, "--backend", help="backend (default: the build's)"),
+        backend: Optional[str] = typer.Option(None, "--backend", help="the build's backend (a check: another "
+                                               "backend is refused; default: the build's)"),
         threads: int = typer.Option(2, "--threads", min=1, help="thread budget for candidate and reference"),
         rounds: int = typer.Option(30, "--rounds", min=1, help="paired latency rounds"),
         as_json: bool = typer.Option(False, "--json", help="print the verdict as one JSON object"),
     ) -> None:
         """Verify CANDIDATE against TASK: hack -> compile -> correctness -> latency."""
         with one_line_errors(InputError):  # every input, before the verifier is imported
-            spec = inputs.task(inputs.build(build), task)
+            found = inputs.build(build)
+            spec = inputs.task(found, task)
             source = inputs.candidate_source(candidate)
-            chosen = inputs.backend(backend) if backend else spec.variant
+            chosen = inputs.build_backend(found, inputs.backend(backend)) if backend else spec.variant
         from verifier.api import verify
         from verifier.settings import VerifySettings
 

@@ -58,6 +58,10 @@ class Settings(BaseSettings):
     llm_retry_budget_s: float = Field(300.0, gt=0)
     llm_max_output_tokens: int = Field(8192, ge=256)
     llm_temperature: float = Field(0.7, ge=0, le=2)
+    # a task's distillation is asked once per campaign; one whose answer held no lesson in the expected
+    # form is recorded (llm_calls.items_stored = 0, the answer in llm_calls.response) and asked again
+    # only when this is on (--retry-empty-distillations): a rerun of a finished campaign calls no LLM
+    retry_empty_distillations: bool = False
 
     # verification
     verify_threads: int = Field(2, ge=1)

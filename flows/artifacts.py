@@ -96,7 +96,7 @@ def campaign_markdown(run: CampaignRun) -> str:
     speedups = [t["best_speedup"] for t in solved if t.get("best_speedup")]
     geomean = math.exp(sum(math.log(s) for s in speedups) / len(speedups)) if speedups else None
     lines = [f"# Campaign `{run.campaign_id}`", "",
-             f"{run.backend} · method {run.method} · model {run.model} · build {run.build_hash[:12]} · "
+             f"{run.backend} · method {run.method} · model {run.model} · build {run.build_hash} · "
              f"budget {run.budget} per task · {len(tasks)} tasks in {_duration(run.seconds)}", "",
              f"**{len(solved)}/{len(tasks)} tasks feasible** · {sum(t['attempts'] for t in tasks)} attempts"
              + (f" · best speedup over PyTorch, geomean of {len(speedups)} timed tasks: {geomean:.2f}x"

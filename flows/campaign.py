@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict
-from itertools import groupby
 from typing import Any, Sequence
 
 from prefect import flow, get_run_logger
@@ -31,7 +30,7 @@ from prefect.states import Cancelled, Failed, State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from evokernel.agent import interrupt
-from evokernel.agent.campaign import plan_tasks, record_campaign
+from evokernel.agent.campaign import plan_tasks, record_campaign, task_waves
 from evokernel.agent.progress import ProgressEvent, emit
 from evokernel.agent.runtime import Runtime, release_runtime, runtime_for
 from evokernel.config import Settings, load_settings
@@ -54,15 +53,6 @@ def make_task_runner(kind: str, workers: int, address: str | None = None):
         return DaskTaskRunner(cluster_kwargs={"n_workers": workers, "threads_per_worker": 1,
                                               "processes": True, "dashboard_address": None})
     return ThreadPoolTaskRunner(max_workers=workers)
-
-
-def task_waves(specs: Sequence[TaskSpec], width: int) -> list[tuple[TaskSpec, ...]]:
-    """Consecutive same-level tasks in groups of at most ``width`` (levels never mix in a wave)."""
-    waves: list[tuple[TaskSpec, ...]] = []
-    for _level, group in groupby(specs, key=lambda t: t.level):
-        tasks = tuple(group)
-        waves += [tasks[i:i + width] for i in range(0, len(tasks), width)]
-    return waves
 
 
 def campaign_settings(config_file: str | None, build: str, lake: str, llm: str, method: str, budget: int,

@@ -87,7 +87,7 @@ def build_benchmark(backend: str, sources: Sequence[Path] = (), levels: Sequence
     say(f"sizing the problems for {backend} on the meta device ...")
     plan = plan_build(variant, sources, levels, include_bundled, *pool_shape(workers),
                       timeout_s=task_timeout_s or ADAPT_TIMEOUT_S, progress=say)
-    say(f"planned {len(plan.tasks)} tasks for {backend} ({len(plan.load_errors)} files skipped), hash {plan.build_hash[:12]}")
+    say(f"planned {len(plan.tasks)} tasks for {backend} ({len(plan.load_errors)} files skipped), hash {plan.build_hash}")
     for error in plan.load_errors:
         say(f"skipped {error}")
     results = lint_plan(plan, say, workers)

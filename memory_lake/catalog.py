@@ -44,7 +44,8 @@ class LakeMeta:
 class Snapshot:
     snapshot_id: int
     time: datetime
-    changes: str
+    changes: str  # DuckLake's text, tables by internal id ("{tables_inserted_into=[12]}")
+    described: str = ""  # the same with table names ("inserted into: attempts")
 
 
 def attach_live(location: Location, create: bool = False, data_path: str | None = None,
@@ -237,7 +238,19 @@ def read_meta(con: duckdb.DuckDBPyConnection, location: Location) -> LakeMeta:
 
 def snapshots(con: duckdb.DuckDBPyConnection) -> tuple[Snapshot, ...]:
     rows = con.execute(sql("snapshots")).fetchall()
-    return tuple(Snapshot(int(i), t, str(c or "")) for i, t, c in rows)
+    names = {str(i): str(n) for i, n in con.execute(sql("table_names").format(metadata=engine.METADATA)).fetchall()}
+    return tuple(Snapshot(int(i), t, str(c or ""), describe_changes(m or {}, names)) for i, t, c, m in rows)
+
+
+def describe_changes(changes: dict, names: dict[str, str]) -> str:
+    """A snapshot's changes in words, tables by name: "inserted into: attempts, retrievals; deleted
+    from: items" (DuckLake gives most of them by internal table id)."""
+    parts = []
+    for kind, targets in changes.items():
+        what = kind[len("tables_"):] if kind.startswith("tables_") else kind
+        shown = [names.get(str(t), str(t)).removeprefix("main.") for t in targets or ()]
+        parts.append(f"{what.replace('_', ' ')}: {', '.join(shown)}" if shown else what.replace("_", " "))
+    return "; ".join(parts)
 
 
 def exists(location: Location) -> bool:

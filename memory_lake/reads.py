@@ -174,6 +174,11 @@ class LakeReads:
         rows = self.query(sql("failure_and_fix"), {"attempt_id": attempt_id}).to_pylist()
         return FailureAndFix(**rows[0]) if rows else None
 
+    def distillations_recorded(self, campaign_id: str, task_id: str) -> int:
+        """How many distillation calls of the task the campaign recorded in llm_calls (those that
+        stored nothing included)."""
+        return self.query(sql("distillations_recorded"), {"campaign_id": campaign_id, "task_id": task_id}).num_rows
+
     def feasible_traces(self, task_id: str) -> tuple[FeasibleTrace, ...]:
         """A task's feasible kernels, oldest first (what a new campaign would refine)."""
         rows = self.query(sql("feasible_traces"), {"task_id": task_id}).to_pylist()

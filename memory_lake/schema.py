@@ -148,6 +148,11 @@ LLM_CALLS = pa.schema([  # every LLM call that is not an attempt (e.g. distillat
     ("seconds", pa.float64()),
     ("created_at", TS),
     ("tokens_estimated", pa.bool_()),  # as in attempts
+    # added later (null in older rows): the model's answer, and for a distillation the items it stored
+    # (0: the answer held no lesson in the expected form; such a distillation is not asked again unless
+    # the settings say so: retry_empty_distillations)
+    ("response", pa.string()),
+    ("items_stored", pa.int64()),
 ])
 
 COMPARISONS = pa.schema([  # one row per (campaign, task): its first feasible draft and best kernel timed together

@@ -44,9 +44,12 @@ def export_items(lake, out: str | Path, exclude_tasks: Sequence[str] = (), kinds
     data = data.append_column("source_lake", pa.array([lake.location.label] * data.num_rows, pa.string()))
     fs, path = fsspec.core.url_to_fs(str(out))
     tmp = f"{path}.tmp-export"
-    with fs.open(tmp, "wb") as handle:
-        pq.write_table(data, handle, compression="zstd")
-    fs.mv(tmp, path)
+    try:
+        with fs.open(tmp, "wb") as handle:
+            pq.write_table(data, handle, compression="zstd")
+        fs.mv(tmp, path)
+    except OSError as exc:  # a missing or read-only directory, a full disk: one line
+        raise LakeError(f"{out}: cannot write the export ({exc.strerror or str(exc).splitlines()[0]})") from None
     n_q = sum(1 for a, b in zip(data.column("n_updates_1").to_pylist(), data.column("n_updates_2").to_pylist()) if a or b)
     return TransferResult(items=data.num_rows, skipped=0, q_values=n_q)
 

@@ -92,6 +92,8 @@ def write_report(lake_root: str | Path, out: Path, campaign_ids: Sequence[str] |
     try:
         label = str(lake_root) if as_of is None else f"{lake_root} as of {as_of}"
         content = build_content(con, label, campaign_ids)
+    except duckdb.Error as exc:  # e.g. a damaged (truncated) Parquet file of the lake: DuckDB names it
+        raise ReportError(f"{lake_root}: cannot read the lake: {_first_line(exc)}") from None
     finally:
         con.close()
     try:
@@ -118,6 +120,11 @@ def _write_outputs(content: ReportContent, out: Path) -> tuple[Path, Path, Path]
     summary_path = _atomic_write(out / "summary.md", render_markdown(content).encode())
     html_path = _atomic_write(out / "index.html", render_html(content).encode())
     return html_path, summary_path, metrics_path
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _atomic_write(path: Path, payload: bytes) -> Path:

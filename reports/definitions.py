@@ -102,7 +102,8 @@ DEFINITIONS: tuple[MetricDefinition, ...] = (
         "verify_seconds", "verifier seconds", "Sum of the verifier's wall time over attempts.", "group_metrics"),
     MetricDefinition(
         "cost_usd_per_correct_kernel", "per correct kernel",
-        "LLM calls, tokens, cost and verifier seconds divided by the number of correct attempts (correct kernels).",
+        "LLM calls, tokens, cost and verifier seconds divided by the number of correct kernels: a task's correct "
+        "attempts, an identical resubmission (same code hash) counted once.",
         "group_metrics"),
     MetricDefinition(
         "cumulative_correct_rate", "learning curves",

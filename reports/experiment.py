@@ -84,7 +84,7 @@ def run_rows(run: RunRef, tasks: Sequence[str]) -> pl.DataFrame:
             "fast_1_5": float(correct and best is not None and best > 1.5),
             "log_speedup": math.log(best) if best else None, "log_draft_speedup": math.log(draft) if draft else None,
             "draft_speedup_source": o.get("draft_speedup_source"),
-            "correct_kernels": int(o.get("n_correct") or 0), "tokens": int(o.get("tokens") or 0),
+            "correct_kernels": int(o.get("n_correct_kernels") or 0), "tokens": int(o.get("tokens") or 0),
             "cost_usd": float(o.get("cost_usd") or 0.0), "llm_calls": int(o.get("llm_calls") or 0),
             "machine_outcomes": int(per_task_machine.get(task, 0)), "latency_not_measured": unmeasured,
         })

@@ -10,6 +10,7 @@ returns a ``Figure`` (name, title, PNG bytes), or None when there is nothing to 
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass
 
 import polars as pl
@@ -39,15 +40,17 @@ def campaign_colors(campaign_ids) -> dict[str, str]:
     return {campaign: f"C{index % 10}" for index, campaign in enumerate(campaign_ids)}
 
 
-def _log_ticks():
-    """Plain-number labels on a log axis; minor ticks labelled only when the axis spans < ~1 decade."""
-    from matplotlib.ticker import LogFormatter
+def speedup_axis(ax, values: list[float]) -> None:
+    """A log-scale speedup axis labelled at powers of two (0.25, 0.5, 1, 2, 4, ...): it always spans 0.5 to 2
+    at least, so it shows several labelled ticks around "no speedup" (1) whatever the data's range."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-    class PlainLogFormatter(LogFormatter):
-        def _num_to_string(self, x, vmin, vmax):  # "0.6", "2", "40" rather than "6e-01"
-            return f"{x:g}"
-
-    return PlainLogFormatter(labelOnlyBase=False, minor_thresholds=(1, 0.4))
+    low, high = min(values + [1.0]), max(values + [1.0])
+    ax.set_yscale("log", base=2)
+    ax.set_ylim(min(low / 1.25, 0.5), max(high * 1.25, 2.0))
+    ax.yaxis.set_major_locator(LogLocator(base=2, numticks=12))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def _integer_ticks():
@@ -105,9 +108,7 @@ def speedup_distribution(speedups: pl.DataFrame, colors: dict[str, str]) -> Figu
             for position, (campaign, values) in enumerate(kept, start=1):
                 ax.scatter([position] * len(values), values, s=12, alpha=0.6, zorder=3, color=colors.get(campaign))
             ax.set_xticks(range(1, len(kept) + 1), [c for c, _ in kept], rotation=20, fontsize=8)
-        ax.set_yscale("log")
-        ax.yaxis.set_major_formatter(_log_ticks())
-        ax.yaxis.set_minor_formatter(_log_ticks())
+        speedup_axis(ax, [v for _, values in kept for v in values])
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
         ax.set_title(title)
         ax.set_ylabel("speedup (log scale)")
@@ -171,18 +172,31 @@ def q_trajectories(q: pl.DataFrame) -> Figure | None:
                   "Most retrieved items per stage; legend: title (retrievals).")
 
 
-def distinct_labels(titles: list[str], ids: list[str], width: int = 40) -> list[str]:
-    """Legend labels that fit ``width`` and tell items apart: a long title keeps its start and end
-    around an ellipsis (titles of one task's kernels differ at the end), and labels that still
-    coincide get the item id's first characters."""
-    def shorten(title: str) -> str:
-        title = " ".join(str(title).split())
-        if len(title) <= width:
-            return title
-        head = (width - 1) // 2
-        return title[:head] + "…" + title[-(width - 1 - head):]
+def shorten(title: str, width: int = 40) -> str:
+    """A title that fits ``width``: its start and end around an ellipsis (titles of one task's kernels
+    differ at the end), cut between words (runs of letters and digits), never inside one."""
+    title = " ".join(str(title).split())
+    if len(title) <= width:
+        return title
+    tokens = _TOKENS.findall(title)
+    head, i = "", 0
+    while i < len(tokens) and len(head) + len(tokens[i]) <= (width - 1) // 2:
+        head, i = head + tokens[i], i + 1
+    tail, j = "", len(tokens) - 1
+    while j >= i and len(head) + 1 + len(tokens[j]) + len(tail) <= width:
+        tail, j = tokens[j] + tail, j - 1
+    if not head.strip() and not tail.strip():  # one word longer than the label: only it can be cut
+        return title[:width - 1] + "…"
+    return head.rstrip(" _/-,;:") + "…" + tail.lstrip(" _/-,;:")
 
-    labels = [shorten(t) for t in titles]
+
+_TOKENS = re.compile(r"[A-Za-z0-9]+|[^A-Za-z0-9]")  # words, and each character between them
+
+
+def distinct_labels(titles: list[str], ids: list[str], width: int = 40) -> list[str]:
+    """Legend labels that fit ``width`` and tell items apart: a long title shortened between words
+    (:func:`shorten`), and labels that still coincide get the item id's first characters."""
+    labels = [shorten(t, width) for t in titles]
     repeated = {label for label in labels if labels.count(label) > 1}
     return [f"{label} [{item[:8]}]" if label in repeated else label for label, item in zip(labels, ids)]
 

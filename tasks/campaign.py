@@ -24,15 +24,16 @@ from dataclasses import asdict
 from typing import Any
 
 from prefect import get_run_logger, task
-from prefect.states import Cancelled, State
+from prefect.states import Cancelled, Completed, State
 
-from evokernel.agent import interrupt
+from evokernel.agent import head_start, interrupt
 from evokernel.agent.campaign import resume_task, stop_reason, summarise, verify_plan_candidate
-from evokernel.agent.distill import commit_distillation, distill_request
+from evokernel.agent.distill import commit_distillation, distill_request, empty_distillation_note
 from evokernel.agent.gain import finish_task
 from evokernel.agent.runtime import Runtime, release_runtime, runtime_for
 from evokernel.agent.state import StepOutcome
 from evokernel.agent.step import candidate_code, commit_step, prepare_step
+from evokernel.agent.verification import verdict_outcome
 from evokernel.config import Settings
 from evokernel.llm.base import LLM, Completion, LLMRequest
 from evokernel.llm.errors import LLMError
@@ -42,19 +43,26 @@ from verifier.result import Verdict
 
 
 @task(name="llm-generate", task_run_name="{request.task_id} {request.stage}", **LLM_TASK)
-def llm_generate(llm: LLM, request: LLMRequest) -> Completion:
+def llm_generate(llm: LLM, request: LLMRequest, attempt_id: str | None = None) -> Completion:
+    """The step's completion: the answer to this very request when the CLI sent it ahead while the
+    Prefect API started (evokernel.agent.head_start), else the provider's."""
     try:
-        return llm.complete(request)
+        ahead = head_start.take(attempt_id, request) if attempt_id else None
+        return ahead.result() if ahead is not None else llm.complete(request)
     except LLMError as exc:  # after the provider's own retries: fatal for the campaign
         return _stop_campaign(f"{llm.spec}: {_first_line(exc)}")
 
 
 @task(name="verify", task_run_name="verify {spec.task_id}", **VERIFY_TASK)
-def verify_code(runtime: Runtime, spec: TaskSpec, code: str | None) -> Verdict | None:
+def verify_code(runtime: Runtime, spec: TaskSpec, code: str | None) -> State:
+    """The verdict, in a Completed state named for what happened (Passed, Rejected, Not judged, ...:
+    evokernel.agent.verification.verdict_outcome), so a failed gate is not logged as "Completed"."""
     try:
-        return verify_plan_candidate(runtime, spec, code)
+        verdict = verify_plan_candidate(runtime, spec, code)
     except interrupt.CampaignStopped as exc:
         return Cancelled(message=f"campaign stopping: {exc}")
+    name, message = verdict_outcome(verdict)
+    return Completed(name=name, message=message, data=verdict)
 
 
 @task(name="compare", task_run_name="compare {spec.task_id}", **VERIFY_TASK)
@@ -65,11 +73,14 @@ def compare_kernels(runtime: Runtime, spec: TaskSpec, state: Any) -> dict[str, A
 
 
 @task(name="campaign-task", task_run_name="{task_id}", **CAMPAIGN_TASK)
-def run_campaign_task(settings: dict[str, Any], campaign_id: str, task_id: str) -> dict[str, Any]:
-    """Run (or resume) one task of a campaign until its budget is spent, then distil it."""
+def run_campaign_task(settings: dict[str, Any], campaign_id: str, task_id: str) -> State:
+    """Run (or resume) one task of a campaign until its budget is spent, then distil it; its summary in
+    a Completed state named Solved (a feasible kernel) or Unsolved, with the stop reason."""
     runtime = runtime_for(Settings(**settings), campaign_id)
     try:
-        return _run_task(runtime, task_id)
+        summary = _run_task(runtime, task_id)
+        return Completed(name="Solved" if summary["feasible"] else "Unsolved", message=summary["stop_reason"][:300],
+                         data=summary)
     finally:
         release_runtime(runtime)  # the last holder closes it: a long-lived Dask worker keeps no lake open
 
@@ -81,7 +92,7 @@ def _run_task(runtime: Runtime, task_id: str) -> dict[str, Any]:
     try:
         while (reason := stop_reason(ctx, state)) is None:
             plan = prepare_step(ctx, spec, state)
-            completion = _result(llm_generate(runtime.llm, plan.request, return_state=True))
+            completion = _result(llm_generate(runtime.llm, plan.request, plan.attempt_id, return_state=True))
             verdict = _result(verify(runtime, spec, candidate_code(ctx, completion).code, return_state=True))
             with interrupt.committing():
                 outcome = commit_step(ctx, plan, completion, verdict)
@@ -93,7 +104,8 @@ def _run_task(runtime: Runtime, task_id: str) -> dict[str, Any]:
         if not interrupt.stopping() and ctx.policy.distills and (request := distill_request(ctx, spec)) is not None:
             completion = _result(llm_generate(runtime.llm, request, return_state=True))
             with interrupt.committing():
-                commit_distillation(ctx, spec, completion)
+                if not commit_distillation(ctx, spec, completion):
+                    logger.warning(empty_distillation_note(task_id))
     except interrupt.CampaignStopped:
         reason = stop_reason(ctx, state) or "stopped"
     summary = summarise(state, reason)

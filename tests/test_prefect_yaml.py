@@ -60,3 +60,18 @@ def test_a_worker_with_evokernel_home_exported_runs_the_pull_step_and_loads_sett
     finally:
         os.chdir(before)
     assert load_settings(None).lake == Path("runs/lake")
+
+
+def test_the_docs_name_every_deployment_of_the_file():
+    """issue 39: the docs listed three deployments while prefect.yaml declares four."""
+    import re
+
+    checked = 0
+    for page in sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]:
+        for line in page.read_text().splitlines():
+            if "reads prefect.yaml:" not in line:
+                continue
+            listed = re.sub(r"\([^)]*\)", "", line.split("reads prefect.yaml:", 1)[1])
+            assert {name.strip() for name in listed.split(",")} == {d["name"] for d in DEPLOYMENTS}, (page, line)
+            checked += 1
+    assert checked, "no page lists the deployments (docs/scheduled.md's `prefect deploy` line did)"

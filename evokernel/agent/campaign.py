@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from datetime import datetime, timezone
+from itertools import groupby
 from typing import Callable, Sequence
 
 from evokernel.agent import interrupt, rewards
@@ -54,6 +55,16 @@ def plan_tasks(build: Build, task_ids: Sequence[str] = (), order: str = "level")
     if order == "level":
         tasks = tuple(sorted(tasks, key=lambda t: (t.level, t.task_id)))
     return tasks
+
+
+def task_waves(specs: Sequence[TaskSpec], width: int) -> list[tuple[TaskSpec, ...]]:
+    """Consecutive same-level tasks in groups of at most ``width`` (levels never mix in a wave): what
+    the campaign flow runs at once."""
+    waves: list[tuple[TaskSpec, ...]] = []
+    for _level, group in groupby(specs, key=lambda t: t.level):
+        tasks = tuple(group)
+        waves += [tasks[i:i + width] for i in range(0, len(tasks), width)]
+    return waves
 
 
 def record_campaign(ctx: AgentContext, build: Build, status: str, reason: str | None = None) -> None:

@@ -2,8 +2,12 @@
 
 The same straight line as a step: :func:`distill_request` (None when there is nothing to do), the
 LLM call by the driving loop, then :func:`commit_distillation`. The distilled items join the shared
-memory with their own Q values (initial q_init), so later tasks can retrieve them. Idempotent per
-(campaign, task): a resumed campaign does not distil twice.
+memory with their own Q values (initial q_init), so later tasks can retrieve them. Once per
+(campaign, task): a resumed or rerun campaign does not distil again. That holds for a distillation
+that yielded nothing too (the answer held no lesson in the expected form): it is recorded as such,
+``llm_calls.items_stored = 0`` with the answer in ``llm_calls.response`` for the user to read, and
+asked again only when the settings say so (``retry_empty_distillations``); otherwise every rerun of
+a finished campaign (a nightly deployment under a stable id) would pay for it again.
 """
 
 from __future__ import annotations
@@ -21,8 +25,11 @@ from memory_lake.reads import TaskAttempt
 
 
 def distill_request(ctx: AgentContext, task: TaskSpec) -> LLMRequest | None:
-    """The distillation request for a finished task; None if distilled already or never attempted."""
+    """The distillation request for a finished task; None if distilled already (an empty distillation
+    counts, unless ``retry_empty_distillations``) or never attempted."""
     if ctx.lake.distilled_for_task(ctx.campaign_id, task.task_id):
+        return None
+    if ctx.lake.distillations_recorded(ctx.campaign_id, task.task_id) and not ctx.settings.retry_empty_distillations:
         return None
     rows = ctx.lake.task_attempts(ctx.campaign_id, task.task_id)
     if not rows:
@@ -34,15 +41,10 @@ def distill_request(ctx: AgentContext, task: TaskSpec) -> LLMRequest | None:
 
 
 def commit_distillation(ctx: AgentContext, task: TaskSpec, completion: Completion) -> tuple[str, ...]:
-    """Record the call and store the distilled items; returns their ids."""
+    """Store the distilled items, then record the call (its answer and how many items it stored: 0 for
+    an answer with no lesson in the expected form); returns the items' ids. The call's row comes last:
+    a crash between the two leaves the items, which count as distilled (a rerun asks nothing)."""
     rows = ctx.lake.task_attempts(ctx.campaign_id, task.task_id)
-    ctx.lake.append("llm_calls", [{
-        "call_id": uuid.uuid4().hex, "campaign_id": ctx.campaign_id, "task_id": task.task_id,
-        "purpose": "distill", "model": completion.model, "input_tokens": completion.input_tokens,
-        "output_tokens": completion.output_tokens, "cost_usd": completion.cost_usd,
-        "tokens_estimated": completion.tokens_estimated,
-        "seconds": completion.seconds, "created_at": datetime.now(timezone.utc),
-    }])
     last_attempt = rows[-1].attempt_id
     items = [
         NewItem(item_id=f"{d.kind}/{ctx.campaign_id}/{task.task_id}/{i}", kind=d.kind, backend=ctx.backend,
@@ -50,7 +52,15 @@ def commit_distillation(ctx: AgentContext, task: TaskSpec, completion: Completio
                 source_attempt_id=last_attempt, campaign_id=ctx.campaign_id)
         for i, d in enumerate(parse_distillation(completion.text))
     ]
-    return tuple(ctx.lake.add_items(items)) if items else ()
+    stored = tuple(ctx.lake.add_items(items)) if items else ()
+    ctx.lake.append("llm_calls", [{
+        "call_id": uuid.uuid4().hex, "campaign_id": ctx.campaign_id, "task_id": task.task_id,
+        "purpose": "distill", "model": completion.model, "input_tokens": completion.input_tokens,
+        "output_tokens": completion.output_tokens, "cost_usd": completion.cost_usd,
+        "tokens_estimated": completion.tokens_estimated, "seconds": completion.seconds,
+        "created_at": datetime.now(timezone.utc), "response": completion.text, "items_stored": len(items),
+    }])
+    return stored
 
 
 def _summary(attempt: TaskAttempt, is_best: bool) -> AttemptSummary:
@@ -61,3 +71,10 @@ def _summary(attempt: TaskAttempt, is_best: bool) -> AttemptSummary:
         latency_ms=attempt.candidate_ms, speedup=attempt.speedup, ci_low=attempt.ci_low, ci_high=attempt.ci_high,
         failed_gate=attempt.failed_gate, passed_gates=passed, is_best=is_best,
     )
+
+
+def empty_distillation_note(task_id: str) -> str:
+    """What the campaign says of a distillation that stored nothing (logged; the lake records it)."""
+    return (f"{task_id}: the distillation stored no lesson (the answer held none in the expected form); its answer "
+            "is in llm_calls.response (items_stored = 0); it is not asked again unless retry_empty_distillations "
+            "is on (--retry-empty-distillations)")

@@ -18,6 +18,7 @@ from typing import Callable
 
 from kernelbench_npu.spec import TaskSpec
 from verifier.api import verify
+from verifier.gate_plan import is_unavailable
 from verifier.result import Verdict
 from verifier.settings import VerifySettings
 
@@ -52,3 +53,22 @@ def verify_candidate(task: TaskSpec, code: str, backend: str, settings: VerifySe
             sleep(delays_s[attempt])
     first = verdict.infrastructure_error.strip().splitlines()[0] if verdict.infrastructure_error.strip() else "?"
     return replace(verdict, infrastructure_error=f"{first} (after {len(delays_s) + 1} attempts)")
+
+
+def verdict_outcome(verdict: Verdict | None) -> tuple[str, str]:
+    """How a step's verification ended, as a word and a line (what its Prefect task's final state is
+    named and says, so a rejected kernel is not logged as "Completed"): Passed, Feasible (every gate
+    this machine runs passed; latency cannot run here), Rejected (a gate failed: the candidate's),
+    Not judged (the machine's outcome, evokernel.agent.attribution) or No kernel (nothing to verify)."""
+    if verdict is None:
+        return "No kernel", "the answer held no usable kernel: nothing was verified"
+    if verdict.infrastructure_error:
+        return "Not judged", verdict.infrastructure_error.strip().splitlines()[0][:300]
+    failed = next((g for g in verdict.gates if not g.passed), None)
+    if failed is None:
+        return "Passed", "every gate passed"
+    if not is_unavailable(failed):
+        return "Rejected", f"failed {failed.name}: {failed.reason}"[:300]
+    if verdict.feasible:
+        return "Feasible", f"passed every gate this machine can run; {failed.reason}"[:300]
+    return "Not judged", failed.reason[:300]

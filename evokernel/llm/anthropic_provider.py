@@ -35,6 +35,12 @@ class AnthropicProvider:
         accepted = inspect.signature(self._client.messages.create).parameters
         self._sends_temperature = "temperature" in accepted
 
+    def probe_target(self) -> tuple[str, dict[str, str], str]:
+        """What evokernel.llm.reach GETs before a campaign: the model list, with the key; the key's variable."""
+        base = str(self._client.base_url).rstrip("/")
+        return (f"{base}/v1/models", {"x-api-key": str(self._client.api_key), "anthropic-version": "2023-06-01"},
+                "ANTHROPIC_API_KEY")
+
     def _once(self, req: LLMRequest) -> RawAnswer:
         params = dict(model=self.model, system=req.system, max_tokens=req.max_output_tokens,
                       messages=[{"role": "user", "content": req.prompt}])

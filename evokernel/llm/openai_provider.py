@@ -30,6 +30,12 @@ class OpenAIProvider:
         self.spec, self.model = spec, model
         self._compatible, self._prices, self._policy, self._sleep = compatible, prices, policy, sleep
         self._client = openai.OpenAI(api_key=api_key, base_url=base_url, timeout=timeout_s, max_retries=0)
+        self._key_variable = "OPENAI_COMPATIBLE_API_KEY or OPENAI_API_KEY" if compatible else "OPENAI_API_KEY"
+
+    def probe_target(self) -> tuple[str, dict[str, str], str]:
+        """What evokernel.llm.reach GETs before a campaign: the model list, with the key; the key's variable."""
+        base = str(self._client.base_url).rstrip("/")
+        return f"{base}/models", {"Authorization": f"Bearer {self._client.api_key}"}, self._key_variable
 
     def _params(self, req: LLMRequest) -> dict:
         params: dict = {

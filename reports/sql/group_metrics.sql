@@ -57,7 +57,7 @@ grouped AS (
         sum(cost_usd) AS cost_usd,
         sum(verify_seconds) AS verify_seconds,
         sum(llm_seconds) AS llm_seconds,
-        CAST(sum(n_correct) AS BIGINT) AS n_correct_kernels
+        CAST(sum(n_correct_kernels) AS BIGINT) AS n_correct_kernels  -- distinct code per task
     FROM report_task_outcomes
     GROUP BY GROUPING SETS ((campaign_id), (campaign_id, level), (campaign_id, category))
 ),

@@ -48,6 +48,8 @@ per_task AS (
         count(*) AS n_attempts,
         count(*) FILTER (WHERE compile_passed) AS n_compiled,
         count(*) FILTER (WHERE correct) AS n_correct,
+        -- correct kernels, each counted once: an identical resubmission (same code hash) is the same kernel
+        count(DISTINCT coalesce(code_sha256, attempt_id)) FILTER (WHERE correct) AS n_correct_kernels,
         count(*) FILTER (WHERE is_feasible) AS n_feasible,
         max(iteration) AS max_iteration,
         min(iteration) FILTER (WHERE compile_passed) AS first_compile_iteration,

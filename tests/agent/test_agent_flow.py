@@ -44,6 +44,23 @@ def test_two_task_campaign_flow_end_to_end(prefect_harness, tmp_path, tiny_build
     assert lake.query("SELECT count(*) AS n FROM llm_calls WHERE purpose = 'distill'").to_pylist()[0]["n"] == 2
     assert (tmp_path / "report" / "index.html").is_file()
     _check_artifacts(state.state_details.flow_run_id, ids, tmp_path / "report" / "index.html")
+    _check_task_states(state.state_details.flow_run_id)
+
+
+def _check_task_states(flow_run_id) -> None:
+    """A verification's task run is named for what happened (issue 39: a failed gate was logged as
+    "Completed"): the syntax-error drafts Rejected, the correct kernels Passed; each task Solved."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id])), limit=100)
+    verify = Counter(r.state.name for r in runs if r.task_key.startswith("verify_code"))
+    assert verify == {"Rejected": 2, "Passed": 4}, verify
+    rejected = [r.state.message for r in runs if r.task_key.startswith("verify_code") and r.state.name == "Rejected"]
+    assert all(m.startswith("failed compile: ") for m in rejected), rejected
+    assert Counter(r.state.name for r in runs if r.task_key.startswith("run_campaign_task")) == {"Solved": 2}
+    assert all(r.state.is_completed() for r in runs)
 
 
 def _artifacts(**filters) -> dict[str, object]:

@@ -6,8 +6,9 @@ backend, the bundled ReLU problem built for real):
   `interrupted` and prints one line with the command that resumes it; that command then completes
   the campaign with every iteration exactly once. While it ran, a second process on its campaign id
   was refused with one line naming it.
-- An LLM endpoint that cannot be reached: exit 2, one error line with the resume command, the
-  campaign recorded `failed` (not left `running`), no traceback.
+- An LLM endpoint that cannot be reached: refused before anything starts, one line naming its URL.
+- A fatal LLM error (a refused key): exit 2, one error line with the resume command, the campaign
+  recorded `failed` (not left `running`), no traceback.
 """
 
 from __future__ import annotations
@@ -160,22 +161,43 @@ def test_ctrl_c_stops_within_10_s_and_the_printed_command_resumes_exactly(tmp_pa
         assert reader.query("SELECT count(*) AS n FROM items WHERE kind = 'trace'").column("n")[0].as_py() == 4
 
 
-def test_an_unreachable_llm_endpoint_fails_the_campaign_in_one_line(tmp_path, relu_build):
+def test_an_unreachable_llm_endpoint_is_refused_before_anything_starts(tmp_path, relu_build):
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    (tmp_path / "fast.toml").write_text("llm_max_retries = 1\n")
     lake = tmp_path / "lake"
     words = ["evokernel", "campaign", "--build", str(relu_build.root), "--lake", str(lake), "--llm",
-             f"openai-compatible:m@http://127.0.0.1:{port}/v1", "--budget", "2", "--config", str(tmp_path / "fast.toml"),
-             "--campaign-id", "no-llm"]
-    done = subprocess.run(_cli(words), env=_env(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=900)
+             f"openai-compatible:m@http://127.0.0.1:{port}/v1", "--budget", "2", "--campaign-id", "no-llm"]
+    done = subprocess.run(_cli(words), env=_env(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2, done.stderr[-3000:]
+    assert done.stderr.strip().splitlines() == [
+        f"error: --llm openai-compatible:m@http://127.0.0.1:{port}/v1: connection failed to http://127.0.0.1:{port}/v1: "
+        "[Errno 111] Connection refused; nothing was started"]
+    assert not lake.exists() and not (tmp_path / "prefect").exists()  # no lake, no Prefect server
+
+
+def test_a_fatal_llm_error_fails_the_campaign_in_one_line(tmp_path, relu_build):
+    """The endpoint answers (the check before the start passes) but refuses the first generation (HTTP 400,
+    fatal): it stops the campaign, recorded `failed`, with one error line and the command that resumes it."""
+    sys.path.insert(0, str(ROOT / "tests" / "llm"))
+    from fake_server import API_KEY, Answer, FakeLLMServer
+
+    (tmp_path / "fast.toml").write_text("llm_max_retries = 1\n")
+    lake = tmp_path / "lake"
+    with FakeLLMServer() as server:
+        spec = f"openai-compatible:m@{server.url}/v1"
+        words = ["evokernel", "campaign", "--build", str(relu_build.root), "--lake", str(lake), "--llm", spec,
+                 "--budget", "2", "--config", str(tmp_path / "fast.toml"), "--campaign-id", "no-llm"]
+        server.push(Answer(status=400))
+        env = {**_env(tmp_path), "OPENAI_COMPATIBLE_API_KEY": API_KEY}
+        done = subprocess.run(_cli(words), env=env, cwd=tmp_path, capture_output=True, text=True, timeout=900)
     assert done.returncode == 2, done.stderr[-3000:]
     errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and errors[0].startswith(f"error: campaign no-llm failed: openai-compatible:m@http://127.0.0.1:{port}/v1: ")
+    assert len(errors) == 1 and errors[0].startswith(f"error: campaign no-llm failed: {spec}: "), errors
+    assert "bad request (HTTP 400)" in errors[0]
     assert errors[0].endswith(f"resume with: {shlex.join(words)}")
     assert "Traceback" not in done.stderr + done.stdout and "NoneType: None" not in done.stderr
     with Lake.open(lake) as reader:
         state = reader.campaign_state("no-llm")
-        assert state.status == "failed" and state.status_reason.startswith("openai-compatible:m@")
+        assert state.status == "failed" and state.status_reason.startswith(spec)
         assert not _attempts(lake, "no-llm")

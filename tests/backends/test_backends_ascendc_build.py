@@ -14,7 +14,7 @@ from verifier.backends.ascendc import AscendCBackend
 from verifier.backends.ascendc.build import BUILDERS, project_dir
 from verifier.backends.ascendc.candidate import parse_candidate
 from verifier.backends.ascendc.toolchain import locate_cann, toolchain_problem
-from verifier.backends.base import BuildRejected
+from verifier.backends.base import ToolchainMissing
 
 ROOT_VARS = ("ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "ASCEND_INSTALL_PATH", "ASCEND_CANN_PACKAGE_PATH")
 
@@ -120,7 +120,7 @@ def test_no_cann_means_unavailable_and_never_compiled(tmp_path, monkeypatch):
         pytest.skip("this machine has a CANN install")
     assert not availability.available
     assert availability.line().startswith("ascendc: unavailable: CANN toolkit not found")
-    with pytest.raises(BuildRejected, match="ascendc: unavailable"):
+    with pytest.raises(ToolchainMissing, match="ascendc: CANN toolkit not found"):  # the machine's, not the candidate's
         AscendCBackend().compile_jobs(scaffold_example(), {})
     with pytest.raises(RuntimeError, match="ascendc: unavailable"):
         AscendCBackend().load(scaffold_example(), str(tmp_path / "b"))

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from build_jobs import compile_own
 
+from verifier.backends.base import ToolchainMissing
 from verifier.backends.scaffolds import fenced_blocks, scaffold_sections
 from verifier.backends.triton_ascend import TritonAscendBackend
 from verifier.backends.triton_ascend.toolchain import INSTALL_COMMAND, locate
@@ -49,9 +50,28 @@ def test_missing_toolchain_is_one_line_with_the_install_command(tmp_path):
     assert listed.stdout.strip() == f"triton-ascend: not installed (run `{INSTALL_COMMAND}`)"
     backend = TritonAscendBackend()
     context = {"task_source": "", "toolchains": str(empty / "evokernel" / "toolchains"), "soc": "Ascend910B2"}
-    outcome = compile_own(backend, (KERNELS / "vector_add.py").read_text(), tmp_path / "cache", 60, context)
-    assert not outcome.ok and outcome.diagnostics == (
+    with pytest.raises(ToolchainMissing) as refused:  # the machine's outcome, never the candidate's compile failure
+        backend.compile_jobs((KERNELS / "vector_add.py").read_text(), context)
+    assert refused.value.gate == "machine" and refused.value.reason == (
         f"triton-ascend: the triton-ascend toolchain is not installed (run `{INSTALL_COMMAND}`)")
+
+
+def test_a_toolchain_gone_during_a_verification_is_compile_unavailable_the_machines_outcome(tmp_path):
+    """The plan said compile runs, then the toolchain was gone when the monitor built (issue 39): the gate is
+    "compile unavailable here", so the outcome is the machine's (no reward, no value update), not a failed compile."""
+    from build_jobs import service
+    from evokernel.agent.attribution import MACHINE, attribute_gates
+    from verifier.monitor.compile_phase import CompileState, run_own_jobs
+    from verifier.result import GateResult
+
+    backend = TritonAscendBackend()
+    context = {"task_source": "", "toolchains": str(tmp_path / "gone"), "soc": "Ascend910B2"}
+    state = CompileState(service(backend, tmp_path / "cache", context=context))
+    assert run_own_jobs(state, backend, (KERNELS / "vector_add.py").read_text(), context, 60) == {}
+    gate = state.gate_or_none(0.5)
+    assert gate.reason == (f"compile unavailable here: triton-ascend: the triton-ascend toolchain is not installed "
+                           f"(run `{INSTALL_COMMAND}`)")
+    assert attribute_gates((GateResult("hack", True, "", 0.0), gate), 1).owner == MACHINE
 
 
 def test_broken_toolchains_are_one_line_reasons(triton_ascend, tmp_path):

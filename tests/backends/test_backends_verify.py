@@ -143,19 +143,23 @@ def test_a_wrong_triton_kernel_fails_correctness_in_the_interpreter(verifier_cac
     assert len(verdict.gates) == 3
 
 
-@pytest.fixture()
-def build_dir(tmp_path):
-    root = tmp_path / "build"
+def make_build(root: Path, backend: str = "cpu") -> Path:
+    """A one-task build (L1/relu at the bundled sizes) for ``backend``."""
     (root / "problems").mkdir(parents=True)
     source = (TASKS / "relu.py").read_text()
     (root / "problems" / "relu.py").write_text(source)
     row = dict(task_id="L1/relu", level=1, category="activation", name="relu",
-               source_sha256=hashlib.sha256(source.encode()).hexdigest(), variant="cpu", dtype="float32",
+               source_sha256=hashlib.sha256(source.encode()).hexdigest(), variant=backend, dtype="float32",
                original_shapes="{}", adapted_shapes="{}", atol=1e-4, rtol=1e-4, lint_status="ok",
                lint_reason=None, reference_ms=0.1, problem_file="relu.py")
     pq.write_table(pa.Table.from_pylist([row]), root / "manifest.parquet")
-    (root / "build.json").write_text(json.dumps({"build_hash": "test", "backend": "cpu"}))
+    (root / "build.json").write_text(json.dumps({"build_hash": "test", "backend": backend}))
     return root
+
+
+@pytest.fixture()
+def build_dir(tmp_path):
+    return make_build(tmp_path / "build")
 
 
 def _cli(build_dir: Path, backend: str, candidate: Path):
@@ -166,23 +170,35 @@ def _cli(build_dir: Path, backend: str, candidate: Path):
 @no_gpu
 @pytest.mark.parametrize("backend, failed", [
     pytest.param("cuda", "correctness", marks=needs_nvcc), pytest.param("triton", "latency", marks=needs_triton)])
-def test_cli_exits_1_when_a_gate_is_unavailable_here(build_dir, tmp_path, monkeypatch, xdg_cache, backend, failed):
+def test_cli_exits_1_when_a_gate_is_unavailable_here(tmp_path, monkeypatch, xdg_cache, backend, failed):
     monkeypatch.setenv("XDG_CACHE_HOME", str(xdg_cache))  # reuses the session's nvcc build
     candidate = tmp_path / "candidate.py"
     candidate.write_text(example(backend))
-    result = _cli(build_dir, backend, candidate)
+    result = _cli(make_build(tmp_path / f"build-{backend}", backend), backend, candidate)
     assert result.exit_code == 1, result.output
     payload = json.loads(result.output)
     assert payload["failed_gate"] == failed and f"{failed} unavailable here" in payload["feedback"]
 
 
-def test_cli_exits_2_for_a_backend_that_can_run_nothing_here(build_dir, tmp_path):
+def test_cli_exits_2_for_a_backend_that_can_run_nothing_here(tmp_path):
     from verifier.backends.ascendc import AscendCBackend
 
     if any(g.available for g in AscendCBackend().availability().gates):
         pytest.skip("this machine has part of the CANN toolchain")
     candidate = tmp_path / "candidate.py"
     candidate.write_text(example("triton"))  # never looked at: ascendc cannot run anything here
-    result = CliRunner().invoke(app, ["verify", "--build", str(build_dir), "--task", "L1/relu",
-                                      "--candidate", str(candidate), "--backend", "ascendc"])
+    result = CliRunner().invoke(app, ["verify", "--build", str(make_build(tmp_path / "npu", "ascendc")), "--task",
+                                      "L1/relu", "--candidate", str(candidate), "--backend", "ascendc"])
     assert result.exit_code == 2 and "backend ascendc unavailable:" in result.output
+
+
+def test_cli_refuses_another_backend_than_the_builds_before_any_sandbox_starts(build_dir, tmp_path):
+    """issue 39: `verify --backend cuda` on a CPU build ran nvcc's sandbox on a CPU-sized task for 20 s
+    and blamed the candidate (SIGSYS); like `campaign`, it is one line now, and nothing runs."""
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(example("cuda"))
+    result = _cli(build_dir, "cuda", candidate)
+    assert result.exit_code == 2
+    assert result.output.strip().splitlines() == [
+        f"error: --backend cuda: the build at {build_dir} is for backend 'cpu' (leave --backend out, or make a cuda "
+        "build: `evokernel build --backend cuda --out DIR`)"]

@@ -122,10 +122,35 @@ def test_build_explain_list_prompt_and_report_share_the_checks(tmp_path, bad):
 def test_build_list_shows_every_task_with_level_category_and_lint(tmp_path, kb_build):
     result = run_cli("build", "--list", "--out", str(kb_build.root), cwd=tmp_path)
     assert result.returncode == 0, result.stderr
-    rows = {line.split()[0]: line.split(None, 3)[1:] for line in result.stdout.splitlines()[1:-1]}
+    lines = result.stdout.splitlines()
+    assert lines[0].split() == ["level", "category", "lint", "task"]
+    rows = {line.split()[3]: line.split(None, 4)[:3] + line.split(None, 4)[4:] for line in lines[1:-1]}
     assert rows["KB-L1/1_ReLU"] == ["1", "activation", "ok"]
-    assert rows["KB-L1/3_Zeros"][2].startswith("quarantined: ")
-    assert result.stdout.splitlines()[-1].startswith("3 tasks (2 ok, 1 quarantined)")
+    assert rows["KB-L1/3_Zeros"][:3] == ["1", "activation", "quarantined"]
+    assert rows["KB-L1/3_Zeros"][3].startswith("(") and rows["KB-L1/3_Zeros"][3].endswith(")")  # the reason
+    assert [line.split()[3] for line in lines[1:-1]] == ["KB-L1/1_ReLU", "KB-L1/2_Tanh", "KB-L1/3_Zeros"]
+    assert lines[-1].startswith("3 tasks (2 ok, 1 quarantined)") and lines[-1].endswith(f"hash {kb_build.build_hash}")
+
+
+def test_build_list_sorts_ids_numerically_and_pads_no_column_to_a_long_id(tmp_path):
+    """KernelBench ids run to 102 characters (L1/75_conv_transposed_...): the id is the last column, and
+    10_ comes after 9_ and before 100_ (issue 39)."""
+    from cli.build_cmd import task_list
+    from kernelbench_npu.spec import Build, TaskSpec
+
+    def task(task_id: str) -> TaskSpec:
+        return TaskSpec(task_id=task_id, level=1, category="activation", name=task_id, variant="cpu", dtype="float32",
+                        source="", source_sha256="", atol=1e-5, rtol=1e-5, original_shapes="{}", adapted_shapes="{}",
+                        lint_status="ok", lint_reason=None, reference_ms=None, problem_path=tmp_path / "p.py")
+
+    long_id = "KB-L1/75_conv_transposed_2D_asymmetric_input_asymmetric_kernel_strided__grouped____padded____dilated__"
+    ids = ["KB-L1/100_HingeLoss", "KB-L1/10_3D", long_id, "KB-L1/9_Tall", "KB-L1/1_Square"]
+    build = Build(root=tmp_path, build_hash="0" * 64, backend="cpu", tasks=tuple(task(i) for i in ids))
+    lines = task_list(build).splitlines()
+    assert [line.split()[-1] for line in lines[1:-1]] == ["KB-L1/1_Square", "KB-L1/9_Tall", "KB-L1/10_3D", long_id,
+                                                          "KB-L1/100_HingeLoss"]
+    assert max(len(line) for line in lines[:-1]) == len(lines[4])  # only the long id's own line is long
+    assert len(lines[1]) < 50
 
 
 def test_lake_export_says_which_filters_matched_nothing(tmp_path):

@@ -1,10 +1,13 @@
 """A fake OpenAI + Anthropic HTTP API on 127.0.0.1 for driving the real SDK clients in tests.
 
-Serves ``POST /v1/chat/completions`` (OpenAI shape) and ``POST /v1/messages`` (Anthropic shape).
+Serves ``POST /v1/chat/completions`` (OpenAI shape) and ``POST /v1/messages`` (Anthropic shape), and
+``GET .../models`` (the model list; kept apart in ``probes``).
 Answers are queued with :meth:`FakeLLMServer.push`: a text (200), an HTTP error status, a raw
 malformed body, an optional delay and the usage object to report (the default counts, a given
 object, or none at all); when the queue is empty every request gets "ok". A wrong
-or missing key (Authorization: Bearer or x-api-key) gets 401. Every request is recorded.
+or missing key (Authorization: Bearer or x-api-key) gets 401. Every request is recorded, with the
+wall-clock time it arrived (``request_times``, seconds since the epoch: another process's start can be
+compared with it).
 """
 
 from __future__ import annotations
@@ -68,8 +71,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(body)
 
+    def do_GET(self) -> None:
+        """The model list (what evokernel.llm.reach asks before a campaign): 401 for a wrong key."""
+        self.server.probes.append(self.path)
+        key = self.headers.get("x-api-key") or self.headers.get("Authorization", "").removeprefix("Bearer ")
+        if key != API_KEY:
+            return self._send(401, json.dumps({"error": {"message": "bad key"}}).encode())
+        self._send(200, json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode())
+
     def do_POST(self) -> None:
+        arrived = time.time()
         request = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        self.server.request_times.append(arrived)
         self.server.requests.append((self.path, {k.lower(): v for k, v in self.headers.items()}, request))
         key = self.headers.get("x-api-key") or self.headers.get("Authorization", "").removeprefix("Bearer ")
         if key != API_KEY:
@@ -92,6 +105,8 @@ class FakeLLMServer(ThreadingHTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.requests: list[tuple[str, dict, dict]] = []
+        self.request_times: list[float] = []  # time.time() of each request's arrival, in order
+        self.probes: list[str] = []  # paths of GET requests (the model list), not generations
         self._answers: deque[Answer] = deque()
         self._lock = threading.Lock()
         self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)

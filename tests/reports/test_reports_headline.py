@@ -121,3 +121,36 @@ def test_q_legends_tell_items_with_long_shared_titles_apart():
     assert len(set(labels)) == 4 and all(len(label) <= 40 + 11 for label in labels)
     assert labels[0].endswith("(2.9x)") and labels[1].endswith("(3.1x)")
     assert labels[2:] == ["short title [cccccccc]", "short title [dddddddd]"]
+
+
+def test_q_legends_are_never_cut_inside_a_word():
+    """issue 39: legends read "…ow passes" (cut mid-word); a shortened title keeps whole words only."""
+    import re
+
+    from reports.plots import shorten
+
+    titles = ["L2/014_add_layernorm_scale refine: fused row passes over the OpenMP pool (2.9x)",
+              "rms_norm (L1/016_rms_norm) iteration 3: feasible 1.24x, vectorised exp with a polynomial",
+              "Triton on Ascend: Worked example: row softmax with masked loads and a one-tile reduction"]
+    for title in titles:
+        label = shorten(title, 40)
+        assert len(label) <= 40 and "…" in label
+        words = set(re.findall(r"[A-Za-z0-9]+", title))
+        assert set(re.findall(r"[A-Za-z0-9]+", label)) <= words, label
+    assert shorten("short title", 40) == "short title"
+
+
+def test_the_speedup_axis_labels_ticks_around_1_whatever_the_data():
+    """issue 39: a log-scale panel whose data spanned 0.8-1.3x labelled only "1"."""
+    from reports.plots import _pyplot, speedup_axis
+
+    plt = _pyplot()
+    for values in ([0.8, 1.3], [1.0], [0.05, 30.0]):
+        fig, ax = plt.subplots()
+        ax.plot([1] * len(values), values, "o")
+        speedup_axis(ax, values)
+        fig.canvas.draw()
+        low, high = ax.get_ylim()
+        labels = [t.get_text() for t in ax.get_yticklabels() if low <= t.get_position()[1] <= high and t.get_text()]
+        plt.close(fig)
+        assert {"0.5", "1", "2"} <= set(labels), (values, labels)

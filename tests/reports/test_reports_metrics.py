@@ -198,3 +198,23 @@ def test_draft_speedup_uses_paired_speedups_and_stays_inside_its_interval(tmp_pa
     outcome = compute_metrics(con, ["c9"]).task_outcomes.row(0, named=True)
     assert outcome["draft_speedup"] == pytest.approx(2.0)
     assert outcome["draft_speedup_ci_low"] <= outcome["draft_speedup"] <= outcome["draft_speedup_ci_high"]
+
+
+def test_an_identical_resubmission_is_one_correct_kernel_in_the_cost_table(tmp_path):
+    """issue 39: the model sent the same correct code three times; cost per correct kernel counts it once
+    (the per-attempt correctness rate still counts every attempt)."""
+    from memory_lake import Lake
+
+    rows = [handmade._attempt("c", "t1", i, handmade.FEASIBLE, ms=1.0, speedup=1.0) for i in range(4)]
+    for row in rows[1:]:
+        row["code_sha256"] = "same-code"
+    with Lake.create(tmp_path / "lake", "cpu") as lake:
+        lake.append("attempts", rows)
+        con = lake.connect()
+        try:
+            found = compute_metrics(con, ["c"])
+        finally:
+            con.close()
+    everything = found.groups.filter(pl.col("group_kind") == "all").row(0, named=True)
+    assert everything["n_correct_kernels"] == 2 and everything["correct_rate_attempts"] == 1.0
+    assert everything["llm_calls_per_correct_kernel"] == pytest.approx(4 / 2)

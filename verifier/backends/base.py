@@ -89,12 +89,23 @@ class BuildJob:
 
 class BuildRejected(Exception):
     """The monitor will not build this loader call; ``gate`` is "compile" (a format error the LLM can
-    fix) or "hack" (a source the static policy refuses); ``machine``: the monitor found that this machine
-    cannot build it (the reason, composed by the monitor, reads "compile unavailable here: ...")."""
+    fix), "hack" (a source the static policy refuses) or "machine" (:class:`ToolchainMissing`);
+    ``machine``: the monitor found that this machine cannot build it (e.g. headers it lacks), with a
+    reason the monitor composed: either way the compile gate is "compile unavailable here: <reason>"."""
 
     def __init__(self, reason: str, gate: str = "compile", machine: bool = False) -> None:
         super().__init__(reason)
         self.reason, self.gate, self.machine = reason, gate, machine
+
+
+class ToolchainMissing(BuildRejected):
+    """The build needs a toolchain this machine lacks (or lost since the verification began): never
+    the candidate's fault. The compile gate becomes "compile unavailable here: <reason>", so the
+    outcome is the machine's (evokernel.agent.attribution). ``reason`` names the toolchain and the
+    command that installs it."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason, gate="machine")
 
 
 @dataclass(frozen=True)
@@ -131,6 +142,13 @@ class Backend(ABC):
     @abstractmethod
     def scaffold(self, task: TaskSpec | None = None) -> str:
         """Prompt scaffold: candidate format, the contract, API notes and a complete worked example."""
+
+    def toolchain_problem(self) -> str:
+        """Why this machine lacks the toolchain this backend's compile gate needs ("" when it has it):
+        one line naming the toolchain and the command that installs it. Default: the note of the
+        compile gate's capability when :meth:`availability` says it cannot run here."""
+        found = next((g for g in self.availability().gates if g.gate == "compile"), None)
+        return found.note if found is not None and not found.available else ""
 
     def availability_for(self, candidate_source: str, availability: Availability) -> Availability:
         """Monitor side, after the static checks: the machine's availability narrowed for this candidate

@@ -57,10 +57,11 @@ class CpuBackend(Backend):
         compiler = shutil.which(cpu_native.COMPILER)
         has_torch = importlib.util.find_spec("torch") is not None
         sandbox_note = "" if seccomp.supported() else "no seccomp filter on this platform"
-        gates = (GateCapability("hack", True, ""), GateCapability("compile", bool(compiler), "" if compiler else "no g++"),
+        missing = f"{cpu_native.COMPILER} not found on PATH (install it: apt-get install g++)"
+        gates = (GateCapability("hack", True, ""), GateCapability("compile", bool(compiler), "" if compiler else missing),
                  GateCapability("correctness", has_torch, ""), GateCapability("latency", has_torch, sandbox_note))
         if not compiler:
-            return Availability(self.name, False, f"{cpu_native.COMPILER} not found on PATH", gates)
+            return Availability(self.name, False, missing, gates)
         if not has_torch:
             return Availability(self.name, False, "torch is not installed", gates)
         return Availability(self.name, True, f"{compiler} with OpenMP; torch CPU", gates)

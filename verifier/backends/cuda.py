@@ -27,7 +27,8 @@ from typing import Any
 
 from kernelbench_npu.spec import TaskSpec
 from verifier.backends import cuda_build, cuda_headers, cuda_policy
-from verifier.backends.base import Availability, Backend, BuildJob, BuildRejected, BuiltUnit, GateCapability
+from verifier.backends.base import (Availability, Backend, BuildJob, BuildRejected, BuiltUnit, GateCapability,
+                                    ToolchainMissing)
 from verifier.backends.cuda_sources import CandidateFormatError, extension_from_call
 from verifier.backends.gpu_timing import gpu_present
 from verifier.backends.pymodule import import_candidate, model_new_class
@@ -35,6 +36,8 @@ from verifier.backends.scaffolds import read_scaffold
 from verifier.backends.toolrun import trim_diagnostics
 
 DEFAULT_ARCH = "sm_90"
+NVCC_MISSING = ("nvcc not found (install the CUDA toolkit, e.g. `apt-get install nvidia-cuda-toolkit`, or set "
+                "CUDA_HOME to one)")
 _PTXAS_FUNC = re.compile(r"Compiling entry function '(\w+)' for '(\w+)'")
 _PTXAS_USED = re.compile(r"Used (\d+) registers(?:.*?(\d+) bytes smem)?")
 CXX_STD = "-std=c++20"  # what torch 2.13's cpp_extension builds with (its headers use C++20 features)
@@ -164,12 +167,12 @@ class CudaBackend(Backend):
         nvcc = find_nvcc()
         arch = target_arch()
         compile_cap = (GateCapability("compile", True, f"nvcc {nvcc_version(nvcc)} for {arch}") if nvcc
-                       else GateCapability("compile", False, "nvcc not found (set CUDA_HOME)"))
+                       else GateCapability("compile", False, NVCC_MISSING))
         run_note = f"GPU {gpu}" if present else "no GPU"
         gates = (compile_cap, GateCapability("correctness", present, run_note),
                  GateCapability("latency", present, "CUDA events" if present else "no GPU"))
         if not nvcc:
-            return Availability(self.name, False, "nvcc not found (set CUDA_HOME or put nvcc on PATH)", gates)
+            return Availability(self.name, False, NVCC_MISSING, gates)
         if not present:
             return Availability(self.name, False, gpu, gates)
         return Availability(self.name, True, f"{gpu}, nvcc {nvcc_version(nvcc)}, {arch}", gates)
@@ -191,8 +194,8 @@ class CudaBackend(Backend):
         except CandidateFormatError as exc:
             raise BuildRejected(f"cuda candidate format: {exc}") from None
         nvcc = find_nvcc()
-        if nvcc is None:
-            raise BuildRejected("cuda: nvcc not found (set CUDA_HOME)")
+        if nvcc is None:  # gone since the verification began: the machine's outcome
+            raise ToolchainMissing(f"cuda: {NVCC_MISSING}")
         root = context.get("cuda_headers_root")
         headers = cuda_headers.choose([ext.cuda_sources + "\n" + ext.cpp_sources], nvcc,
                                       cuda_headers.installed(root=Path(root) if root else None))

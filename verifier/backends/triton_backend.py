@@ -88,12 +88,16 @@ class TritonBackend(Backend):
     def availability(self) -> Availability:
         version = triton_version()
         if version is None:
-            gates = tuple(GateCapability(g, False, "triton not installed") for g in ("compile", "correctness", "latency"))
+            missing = f"triton is not installed ({INSTALL_HINT})"
+            gates = tuple(GateCapability(g, False, missing) for g in ("compile", "correctness", "latency"))
             return Availability(self.name, False, f"triton is not installed ({INSTALL_HINT})", gates)
         present, gpu = gpu_present()
         arch = target_arch()
-        compile_note = f"triton {version}, " + (f"JIT for {arch}" if present else f"AOT for {arch}")
-        gates = (GateCapability("compile", present or _bundled_ptxas(), compile_note),
+        compiles = present or _bundled_ptxas()
+        compile_note = (f"triton {version}, " + (f"JIT for {arch}" if present else f"AOT for {arch}") if compiles else
+                        f"triton {version} has no bundled ptxas for its ahead-of-time compile without a GPU "
+                        f"(reinstall it: {INSTALL_HINT})")
+        gates = (GateCapability("compile", compiles, compile_note),
                  GateCapability("correctness", True, f"GPU {gpu}" if present else "interpreter, small shapes"),
                  GateCapability("latency", present, "CUDA events" if present else "no GPU"))
         if not present:

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from verifier.backends.base import Backend, BuildJob, BuildRejected, BuiltUnit
+from verifier.backends.base import Backend, BuildJob, BuildRejected, BuiltUnit, ToolchainMissing
 from verifier.gate_plan import quoted
 from verifier.gates.hack_build import check_units
 from verifier.gates.hack_native import run_native_checks
@@ -38,7 +38,7 @@ MAX_LOG = 1 << 20
 @dataclass(frozen=True)
 class BuildOutcome:
     ok: bool
-    gate: str = ""  # on failure: "compile" or "hack"
+    gate: str = ""  # on failure: "compile", "hack" or "machine" (a toolchain this machine lacks: never the candidate's)
     reason: str = ""
     detail: str = ""
     note: str = ""
@@ -98,9 +98,10 @@ class BuildService:
         start = time.perf_counter()
         try:
             job = self.backend.build_job(loader, args, self.context)
-        except BuildRejected as exc:  # ``machine``: this machine cannot build it (e.g. headers it lacks), said as is
-            reason = exc.reason if exc.machine else quoted(f"{_loader_name(loader)}: {exc.reason}")
-            return BuildOutcome(False, exc.gate, reason[:300], exc.reason)
+        except BuildRejected as exc:  # headers or a toolchain this machine lacks: the machine's, said as is
+            machine = exc.gate == "machine" or exc.machine  # the monitor's own finding, never the text's
+            reason = exc.reason if machine else quoted(f"{_loader_name(loader)}: {exc.reason}")
+            return BuildOutcome(False, "machine" if machine else exc.gate, reason[:300], exc.reason)
         return self.build(job, timeout_s, start)
 
     def build(self, job: BuildJob, timeout_s: float, start: float | None = None) -> BuildOutcome:
@@ -112,7 +113,10 @@ class BuildService:
             return BuildOutcome(False, "hack", reason, detail, seconds=time.perf_counter() - start)
         cached = self.cache.get(job.key)
         if cached is None:
-            built = self._build(job, timeout_s)
+            try:
+                built = self._build(job, timeout_s)
+            except ToolchainMissing as exc:  # gone while it built (the backend's judge needs it)
+                return BuildOutcome(False, "machine", exc.reason[:300], exc.reason, seconds=time.perf_counter() - start)
             if isinstance(built, BuildOutcome):
                 return built
             cached, was_cached = built, False

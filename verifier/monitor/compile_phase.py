@@ -11,9 +11,10 @@ first, while the runner imports.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from verifier.backends.base import BuildRejected
+from verifier.gate_plan import UNAVAILABLE_HERE, unavailable_gate
 from verifier.gates import compile as compile_gate
 from verifier.monitor.builds import BuildOutcome, BuildService
 from verifier.monitor.peers import PeerFailure, receive
@@ -34,11 +35,15 @@ class CompileState:
     outcomes: list[BuildOutcome] = field(default_factory=list)
 
     def gate_or_none(self, seconds: float) -> GateResult | None:
-        """The failed gate of the first failed build (a hack or a compile failure), else None."""
+        """The failed gate of the first failed build (a hack or a compile failure, or "compile
+        unavailable here" for a toolchain this machine lacks), else None."""
         for outcome in self.outcomes:
-            if not outcome.ok:  # the build service composed the reason (verifier.monitor.builds)
-                name = "hack" if outcome.gate == "hack" else "compile"
-                return GateResult(name, False, outcome.reason[:300], seconds, detail=outcome.detail[:4000])
+            if outcome.ok:
+                continue
+            if outcome.gate == "machine":
+                return replace(unavailable_gate("compile", _without_prefix(outcome.reason)), seconds=seconds)
+            name = "hack" if outcome.gate == "hack" else "compile"
+            return GateResult(name, False, outcome.reason[:300], seconds, detail=outcome.detail[:4000])
         return None
 
     def passed(self, seconds: float) -> GateResult:
@@ -112,6 +117,12 @@ def _settle(message, state: CompileState, start: float, phase: str):
     if isinstance(message, msg.LoadFailed):
         return compile_gate.load_failed(phase, message.error, time.perf_counter() - start)
     return message
+
+
+def _without_prefix(reason: str) -> str:
+    """A reason that already says "compile unavailable here: " (e.g. CUDA headers), without it."""
+    prefix = f"compile {UNAVAILABLE_HERE}: "
+    return reason[len(prefix):] if reason.startswith(prefix) else reason
 
 
 def peer_failure_gate(gate: str, failure: PeerFailure, seconds: float) -> GateResult:

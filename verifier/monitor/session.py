@@ -85,6 +85,7 @@ class Session:
         self.threads_before = 0  # the runner's OS threads before the candidate's code (the thread budget's base)
         self.own_namespaces: tuple[str, ...] = ()  # custom operator namespaces the candidate's builds define
         self.outside: OutsideWatch | None = None
+        self._imported = False  # the runner imported the candidate and built ModelNew (the compile phase)
 
     # ---- the gate loop -----------------------------------------------------------------------------
     def run(self, hack: GateResult, through: str = "latency") -> SessionResult:
@@ -146,13 +147,26 @@ class Session:
 
     # ---- phases --------------------------------------------------------------------------------------
     def _compile(self) -> GateResult:
+        """The compile phase's gate. A build this machine cannot do (its toolchain is missing, or went
+        missing since the verification began) is "compile unavailable here", the machine's outcome; when
+        it left nothing imported, the later gates cannot run either."""
+        self._imported = False
+        gate = self._build_and_import()
+        if gate.name == "compile" and not gate.passed and not self.plan.runs("compile"):
+            gate = replace(self.plan.unavailable("compile"), seconds=gate.seconds, detail=gate.detail)
+        if gate.name == "compile" and is_unavailable(gate) and not self._imported:
+            self.plan = self.plan.without("compile", _note(gate))
+        return gate
+
+    def _build_and_import(self) -> GateResult:
         start, s = time.perf_counter(), self.settings
         limits = BuildLimits(s.threads, s.memory_limit_mb, s.file_size_limit_mb, self.c.task.dtype, s.disabled_checks)
         state = compile_phase.CompileState(BuildService(self.c.backend, self.c.context, s.cache_dir, self.runner.libs,
                                                         limits))
         runner, construct = self.runner.process, self.plan.runs("correctness")
-        try:
-            built = compile_phase.run_own_jobs(state, self.c.backend, self.c.source, self.c.context, s.compile_timeout_s)
+        try:  # the backend's own compile needs its toolchain: not run where the plan says it is missing
+            built = compile_phase.run_own_jobs(state, self.c.backend, self.c.source, self.c.context,
+                                               s.compile_timeout_s) if self.plan.runs("compile") else {}
             failed = state.gate_or_none(time.perf_counter() - start)
             if failed is not None:
                 return failed
@@ -183,6 +197,7 @@ class Session:
             return compile_phase.peer_failure_gate("compile", failure, time.perf_counter() - start)
         if failed is not None:
             return failed
+        self._imported = True
         gate = state.passed(time.perf_counter() - start)
         return gate if self.plan.runs("compile") else self.plan.unavailable("compile")
 
@@ -258,6 +273,11 @@ class Session:
         for arena in self._arenas:
             arena.close()
         self._sites, self._arenas = [], []
+
+
+def _note(gate: GateResult) -> str:
+    """What follows "<gate> unavailable here: " in an unavailable gate's reason."""
+    return gate.reason.split(f"{UNAVAILABLE_HERE}: ", 1)[-1]
 
 
 def _integrity(reason: str, start: float) -> GateResult:

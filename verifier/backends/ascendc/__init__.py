@@ -19,7 +19,8 @@ from kernelbench_npu.spec import TaskSpec
 from verifier.backends.ascendc import build_job
 from verifier.backends.ascendc.candidate import AscendCFormatError, parse_candidate
 from verifier.backends.ascendc.toolchain import locate_cann, probe_npu, toolchain_problem
-from verifier.backends.base import Availability, Backend, BuildJob, BuildRejected, BuiltUnit, GateCapability, SeedItem
+from verifier.backends.base import (Availability, Backend, BuildJob, BuiltUnit, GateCapability, SeedItem,
+                                    ToolchainMissing)
 from verifier.backends.pymodule import import_candidate, model_new_class
 from verifier.backends.scaffolds import read_scaffold, scaffold_sections
 
@@ -60,8 +61,8 @@ class AscendCBackend(Backend):
     def compile_jobs(self, candidate_source: str, context: dict[str, str]) -> tuple[BuildJob, ...]:
         chain = locate_cann()
         problem = toolchain_problem(chain)
-        if problem:
-            raise BuildRejected(f"ascendc: unavailable: {problem}")
+        if problem:  # gone since the verification began: the machine's outcome
+            raise ToolchainMissing(f"ascendc: {problem}")
         return (build_job.job(candidate_source, chain.soc or "", tuple(self.sandbox_paths())),)
 
     def built_units(self, job: BuildJob, records: dict[str, bytes], library: Path | None) -> tuple[BuiltUnit, ...]:

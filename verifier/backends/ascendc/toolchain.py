@@ -70,8 +70,8 @@ def locate_cann(env: Mapping[str, str] | None = None) -> CannToolchain:
 def toolchain_problem(chain: CannToolchain) -> str:
     """Why Ascend C sources cannot be compiled here ("" when they can)."""
     if chain.root is None and chain.bisheng is None:
-        return ("CANN toolkit not found (set ASCEND_HOME_PATH, or install CANN to "
-                "/usr/local/Ascend/ascend-toolkit/latest)")
+        return ("CANN toolkit not found (install it with Huawei's Ascend-cann-toolkit_*.run installer to "
+                "/usr/local/Ascend/ascend-toolkit/latest, or set ASCEND_HOME_PATH to one)")
     if chain.bisheng is None:
         return f"bisheng (CANN's Ascend C compiler) not found under {chain.root} or on PATH"
     return ""

@@ -34,7 +34,7 @@ import os
 from pathlib import Path
 
 from kernelbench_npu.spec import TaskSpec
-from verifier.backends.base import Availability, Backend, BuildJob, BuildRejected, GateCapability, SeedItem
+from verifier.backends.base import Availability, Backend, BuildJob, GateCapability, SeedItem, ToolchainMissing
 from verifier.backends.pymodule import import_candidate, model_new_class
 from verifier.backends.scaffolds import read_scaffold, scaffold_sections
 from verifier.backends.small_shapes import interpreter_task_source
@@ -143,12 +143,15 @@ class TritonAscendBackend(Backend):
         request = json.loads(dict(job.files)["request.json"])
         return judge(records, output, request["candidate_source"], self._toolchain(context))
 
+    def toolchain_problem(self) -> str:
+        return toolchain_problem()
+
     def _toolchain(self, context: dict[str, str]):
         root = Path(context["toolchains"]) if context.get("toolchains") else None
         try:
             return locate(root, context.get("soc"))
-        except ToolchainError as exc:
-            raise BuildRejected(f"triton-ascend: {exc}") from None
+        except ToolchainError as exc:  # absent or broken here: the machine's outcome, never the candidate's
+            raise ToolchainMissing(f"triton-ascend: {exc}") from None
 
     def before_sandbox(self) -> None:
         if self._on_npu():
