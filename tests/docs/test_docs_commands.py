@@ -23,8 +23,6 @@ from cli_parsers import (PLACEHOLDER, DocCommandError, benchmark_options, check_
                          evokernel_command, make_targets, parse_click)
 from doc_commands import DocCommand, doc_commands
 
-pytestmark = pytest.mark.xdist_group("bundled_cpu_build")  # shares the session's build with other users
-
 SOFTMAX = ("evokernel verify --build runs/build-cpu --task L1/013_softmax "
            "--candidate kernelbench_npu/solutions/cpu/level1/013_softmax.py")
 LAKE_INIT = "evokernel lake init --lake runs/lake --backend cpu"
