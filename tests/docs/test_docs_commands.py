@@ -61,6 +61,7 @@ NOT_RUN = {
     "echo ": SHELL + " (it writes ta.toml for the campaign below)",
     "make demo": "the demo itself (minutes; tests/cli/test_cli_demo.py runs its campaign); the target is checked",
     "make test": "the test suite itself; the target is checked",
+    ".venv/bin/python -m pytest ": "the test suite itself, which this test is part of",
     "make bench": BENCH,
     ".venv/bin/python -m benchmarks.": BENCH,
     ".venv/bin/mkdocs ": "tests/docs/test_docs_build.py builds the site (serve keeps running)",
