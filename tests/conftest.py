@@ -8,7 +8,7 @@ building your own; add yours the same way, with ``once_per_run``):
   (45 s quiet, minutes loaded), built once per run whichever worker asks first; the other waits and
   reuses it. Returns ``(BuildSummary, build directory)``; treat the directory as read-only.
 - ``verify_cache`` (tests/verifier), ``xdg_cache``/``verifier_cache`` (tests/backends): one compile
-  cache per run, shared by both workers (the caches are safe for concurrent use: entries appear by
+  cache per run (the same directory for both suites), shared by both workers (the caches are safe for concurrent use: entries appear by
   atomic rename), so a torch extension, an nvcc build or the native observer is compiled once.
 - ``kb_build`` (tests/cli), ``tiny_build`` (tests/agent): small real builds, once per run.
 - ``prefect_harness`` (session): one Prefect test server per worker (~15 s to start).

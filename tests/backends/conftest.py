@@ -13,7 +13,7 @@ from run_shared import run_shared_dir
 def xdg_cache(tmp_path_factory):
     """An XDG_CACHE_HOME whose verifier cache is :func:`verifier_cache` (for the CLI tests); one per
     test run, shared by the xdist workers."""
-    path = run_shared_dir(tmp_path_factory) / "backends-xdg"
+    path = run_shared_dir(tmp_path_factory) / "xdg"  # its verifier cache is tests/verifier's verify_cache
     path.mkdir(exist_ok=True)
     return path
 

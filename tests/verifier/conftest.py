@@ -10,6 +10,9 @@ from run_shared import run_shared_dir
 
 @pytest.fixture(scope="session")
 def verify_cache(tmp_path_factory):
-    path = run_shared_dir(tmp_path_factory) / "verify-cache"
-    path.mkdir(exist_ok=True)
+    """The run's verifier cache: the same directory as tests/backends' ``verifier_cache`` (one
+    XDG_CACHE_HOME-like tree per run), so the native observer and a kernel both suites build are
+    compiled once."""
+    path = run_shared_dir(tmp_path_factory) / "xdg" / "evokernel" / "verifier"
+    path.mkdir(parents=True, exist_ok=True)
     return path
