@@ -23,7 +23,9 @@ demo: $(STAMP)
 	$(BIN)/evokernel demo --out runs/demo
 
 test: $(STAMP)
-	bash scripts/run_tests.sh -n 2  # two workers: the suite is I/O- and subprocess-bound, CI has 2 cores
+	# two workers (the suite is I/O- and subprocess-bound, CI has 2 cores); loadscope runs each module whole
+	# on one worker (its module fixtures made once), in the order tests/scheduling.py gives (slowest first)
+	bash scripts/run_tests.sh -n 2 --dist loadscope --no-loadscope-reorder
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks

@@ -1,4 +1,25 @@
-"""Shared test setup: hermetic Prefect and temp dirs, GPU marker handling."""
+"""Shared test setup: hermetic Prefect and temp dirs, GPU marker handling, and what tests share.
+
+The suite runs on two xdist workers (``make test``: ``-n 2 --dist loadscope``, see the Makefile). What is expensive to
+make is made once per run, not once per test or per worker, by these fixtures (use them rather than
+building your own; add yours the same way, with ``once_per_run``):
+
+- ``bundled_cpu_build`` (session): the demo's build, every bundled problem in the cpu variant
+  (45 s quiet, minutes loaded), built once per run whichever worker asks first; the other waits and
+  reuses it. Returns ``(BuildSummary, build directory)``; treat the directory as read-only.
+- ``verify_cache`` (tests/verifier), ``xdg_cache``/``verifier_cache`` (tests/backends): one compile
+  cache per run (the same directory for both suites), shared by both workers (the caches are safe for concurrent use: entries appear by
+  atomic rename), so a torch extension, an nvcc build or the native observer is compiled once.
+- ``kb_build`` (tests/cli), ``tiny_build`` (tests/agent): small real builds, once per run.
+- ``prefect_harness`` (session): one Prefect test server per worker (~15 s to start).
+- ``run_shared.run_shared_dir`` / ``run_shared.once_per_run`` (tests/run_shared.py): the directory
+  both workers of this run share, and "make this once per run" for a new expensive fixture (its
+  value is pickled for the other worker).
+
+How tests are spread over the workers is tests/scheduling.py's: each module runs whole on one
+worker (so a module-scoped fixture is made once), and the modules in ``scheduling.SLOW_FIRST`` are
+handed out first so the two workers finish together (put a new module that takes minutes there).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +39,8 @@ for _key in [k for k in os.environ if k.startswith("EVOKERNEL_")]:
     del os.environ[_key]
 
 import pytest  # noqa: E402
+from run_shared import once_per_run  # noqa: E402
+from scheduling import slowest_first  # noqa: E402
 from hypothesis import settings as hypothesis_settings  # noqa: E402
 
 # Property tests check properties, not speed: no per-example deadline (a loaded CI machine made
@@ -36,6 +59,7 @@ def _has_gpu() -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
+    slowest_first(items)
     if _has_gpu():
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU (none on this machine; CI never has one)")
@@ -59,9 +83,9 @@ def prefect_harness():
 
 @pytest.fixture(scope="session")
 def bundled_cpu_build(tmp_path_factory):
-    """The demo's build: every bundled problem, cpu variant (~40 s on 2 busy cores), built once per
-    session for the tests that need it: (BuildSummary, build directory)."""
+    """The demo's build: every bundled problem, cpu variant (~45 s quiet), built once per run for the
+    tests that need it: (BuildSummary, build directory)."""
     from kernelbench_npu.build import build_benchmark
 
-    out = tmp_path_factory.mktemp("bundled") / "build-cpu"
-    return build_benchmark("cpu", out=out), out
+    return once_per_run(tmp_path_factory, "bundled-build-cpu", lambda out: (build_benchmark("cpu", out=out), out))
+

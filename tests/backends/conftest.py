@@ -1,4 +1,4 @@
-"""Fixtures of the backend tests: one verifier cache per session, so the slow nvcc compile of the
+"""Fixtures of the backend tests: one verifier cache per test run, so the slow nvcc compile of the
 CUDA scaffold example (torch headers, ~80-110 s here) happens once and is reused by every test
 that compiles or verifies it (the cache is keyed by source hash)."""
 
@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import pytest
 
+from run_shared import run_shared_dir
+
 
 @pytest.fixture(scope="session")
 def xdg_cache(tmp_path_factory):
-    """An XDG_CACHE_HOME whose verifier cache is :func:`verifier_cache` (for the CLI tests)."""
-    return tmp_path_factory.mktemp("xdg")
+    """An XDG_CACHE_HOME whose verifier cache is :func:`verifier_cache` (for the CLI tests); one per
+    test run, shared by the xdist workers."""
+    path = run_shared_dir(tmp_path_factory) / "xdg"  # its verifier cache is tests/verifier's verify_cache
+    path.mkdir(exist_ok=True)
+    return path
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from run_shared import once_per_run
+
 RELU = '''import torch
 import torch.nn as nn
 
@@ -34,11 +36,16 @@ def get_init_inputs():
 
 @pytest.fixture(scope="session")
 def kb_build(tmp_path_factory):
-    """A cpu build of KB-L1/1_ReLU, KB-L1/2_Tanh and KB-L1/3_Zeros (quarantined: constant output)."""
-    from kernelbench_npu.build import build_benchmark
+    """A cpu build of KB-L1/1_ReLU, KB-L1/2_Tanh and KB-L1/3_Zeros (quarantined: constant output),
+    built once per test run."""
     from kernelbench_npu.spec import load_build
 
-    root = tmp_path_factory.mktemp("cli-build")
+    return load_build(once_per_run(tmp_path_factory, "cli-kb-build", _build_kb))
+
+
+def _build_kb(root):
+    from kernelbench_npu.build import build_benchmark
+
     level = root / "KernelBench" / "level1"
     level.mkdir(parents=True)
     for name, body in (("1_ReLU", "torch.relu(x)"), ("2_Tanh", "torch.tanh(x)"), ("3_Zeros", "torch.zeros_like(x)")):
@@ -46,4 +53,4 @@ def kb_build(tmp_path_factory):
     summary = build_benchmark("cpu", sources=[root / "KernelBench"], levels=(1,), out=root / "build",
                               include_bundled=False)
     assert (summary.ok, summary.quarantined) == (2, 1), summary
-    return load_build(root / "build")
+    return root / "build"

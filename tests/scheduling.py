@@ -1,0 +1,42 @@
+"""How the suite's tests are spread over the two xdist workers (``make test``: ``-n 2 --dist loadscope
+--no-loadscope-reorder``); :func:`slowest_first` runs at collection, identically on each worker.
+
+- ``--dist loadscope``: each test module (or class) runs whole on one worker, so a module- or
+  class-scoped fixture (a verdict pool, a campaign run once, a report written once) is made once.
+  Under ``--dist load`` each worker that got some of a module's tests made it again. (xdist's
+  ``xdist_group`` marks would allow finer groups, but xdist 3.8 rewrites ``item._nodeid``, which
+  pytest 9 no longer reads: the marks are silently ignored here.)
+- ``--no-loadscope-reorder`` keeps this module's order: the slowest modules (``SLOW_FIRST``, measured
+  with ``--durations``) are handed out first, so the two workers finish together instead of one
+  starting a long module while the other has run out of work. Every other module keeps its
+  collection order.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+# Test modules (or directories), slowest first: the ones whose tests take minutes in all.
+SLOW_FIRST = (
+    "tests/verifier/test_verifier_known_good.py",
+    "tests/agent/test_agent_experiment.py",
+    "tests/verifier/test_verifier_corpus.py",
+    "tests/cli/test_cli_demo.py",
+    "tests/verifier/test_sandbox_escapes.py",
+    "tests/verifier/test_z23_",
+    "tests/agent/test_agent_flow.py",
+    "tests/bench/test_bench_cli_flow.py",
+    "tests/backends/test_backends_cuda",
+    "tests/backends/test_backends_triton_ascend",
+    "tests/docs/test_docs_commands.py",
+    "tests/reports/test_reports_flow.py",
+    "tests/bench/test_bench_build.py",
+    "tests/cli/test_cli_bad_inputs.py",
+)
+
+
+def slowest_first(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        return next((i for i, prefix in enumerate(SLOW_FIRST) if item.nodeid.startswith(prefix)), len(SLOW_FIRST))
+
+    items.sort(key=rank)  # stable: each module's own order is kept
