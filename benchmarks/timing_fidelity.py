@@ -18,9 +18,12 @@ other runs); otherwise it is left as unexplained, with the figures.
 
 ``--repeat N --tasks ONE``: the same kernel verified N times (largest / smallest speedup).
 Burners (``--burners N``) run in sessions of their own, as other work on the machine would.
+``--plain-from quiet.json`` takes the plain figures from an earlier (quiet) run and verifies only: the
+verifier under load against the kernels' quiet truth. ``--cache DIR`` keeps the compiled candidates
+between runs.
 
 Run: .venv/bin/python -m benchmarks.timing_fidelity [--tasks L1/003_gelu,...] [--burners 2]
-     [--repeat 5] [--json out.json] [--build runs/build-cpu]
+     [--repeat 5] [--json out.json] [--build runs/build-cpu] [--plain-from quiet.json] [--cache DIR]
 """
 
 from __future__ import annotations
@@ -102,11 +105,14 @@ def why(row: dict) -> str:
             f"solo {row['solo']:.2f}x")
 
 
-def row_for(build: Path, task, threads: int, settings: VerifySettings) -> dict:
+def row_for(build: Path, task, threads: int, settings: VerifySettings, known: dict | None = None) -> dict:
     source = solution_for(task.task_id, task.source)
-    row = {"task_id": task.task_id, **solo(build, task.task_id, threads)}
-    row["alt"] = plain("alt", build, task.task_id, threads)
-    row["alt_passive"] = plain("alt", build, task.task_id, threads, passive=True)
+    if known:  # the plain figures of an earlier run
+        row = {k: known[k] for k in ("task_id", "ref_ms", "cand_ms", "solo", "alt", "alt_passive")}
+    else:
+        row = {"task_id": task.task_id, **solo(build, task.task_id, threads)}
+        row["alt"] = plain("alt", build, task.task_id, threads)
+        row["alt_passive"] = plain("alt", build, task.task_id, threads, passive=True)
     row.update(verified(task, source, settings))
     row["why"] = why(row)
     if row["verifier"] is not None:
@@ -154,12 +160,15 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=0, help="verify the (first) task this many times instead")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--plain-from", default=None, help="an earlier run's --json: its plain figures, verify only")
+    parser.add_argument("--cache", default=None, help="the verifier's cache directory (compiled candidates)")
     args = parser.parse_args()
+    known = {r["task_id"]: r for r in json.loads(Path(args.plain_from).read_text())["rows"]} if args.plain_from else {}
     wanted = [t for t in args.tasks.split(",") if t] or list(known_good("cpu"))
     with tempfile.TemporaryDirectory(prefix="timing-fidelity-") as tmp:
         build_dir = _build_dir(args.build, Path(tmp))
         build = load_build(build_dir)
-        settings = VerifySettings(cache_dir=Path(tmp) / "cache", threads=args.threads)
+        settings = VerifySettings(cache_dir=Path(args.cache or Path(tmp) / "cache"), threads=args.threads)
         burners = start_burners(args.burners)
         try:
             print(f"start: {_load()}; burners {args.burners}; {args.threads} threads per side", flush=True)
@@ -170,7 +179,7 @@ def main() -> None:
                 print(f"{'task':34s} {'ref ms':>8s} {'cand ms':>8s}  plain and verified speedups -> verifier/solo")
                 rows = []
                 for task_id in wanted:
-                    rows.append(row_for(build_dir, build.task(task_id), args.threads, settings))
+                    rows.append(row_for(build_dir, build.task(task_id), args.threads, settings, known.get(task_id)))
                     print_row(rows[-1])
                 result = {"rows": rows, "summary": summary(rows)}
                 print("summary:", json.dumps(result["summary"]))

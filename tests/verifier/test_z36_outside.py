@@ -64,7 +64,8 @@ def verdicts(verify_cache):
     def one(name: str):
         case = BY_NAME[name]
         settings = VerifySettings.for_tests(verify_cache, seed=3636, compile_timeout_s=EXTENSION_BUILD_S,
-                                            disabled_checks=tuple(x for x in case.disable.split(",") if x))
+                                            disabled_checks=tuple(x for x in case.disable.split(",") if x),
+                                            **({"window_ms": case.window_ms} if case.window_ms else {}))
         return verify(fixture_task(case.task), case.source, "cpu", settings)
 
     pool = VerdictPool([c.name for c in CASES], one)
@@ -90,7 +91,7 @@ def _control(case: OutsideCase, work: Path) -> dict:
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=[pytest.mark.slow] if c.torch_extension else [])
-                                  for c in CASES if c.z36 in ("1", "2", "3", "6", "new")])
+                                  for c in CASES if c.z36 in ("1", "2", "3", "6", "new", "later")])
 def test_each_case_acts_when_nothing_confines_it(case: OutsideCase, tmp_path):
     result = _control(case, tmp_path)
     assert result["acted"], f"{case.name} did nothing even unconfined: {result}"

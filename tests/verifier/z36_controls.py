@@ -55,6 +55,17 @@ def computes(case, work: Path) -> dict:
     return {"acted": bool(torch.allclose(out, expected, atol=1e-4, rtol=1e-4)), "max_error": float((out - expected).abs().max())}
 
 
+def computes_in_later_calls(case, work: Path) -> dict:
+    """A case honest in its first calls: its borrowed path, from the 9th call on, computes the result."""
+    import torch
+
+    model = load(case, work)
+    model.calls = 8
+    args, expected = inputs(case)
+    out = model(*args)
+    return {"acted": bool(torch.allclose(out, expected, atol=1e-4, rtol=1e-4)), "max_error": float((out - expected).abs().max())}
+
+
 def blinds_the_observer(case, work: Path) -> dict:
     import torch
 
@@ -133,7 +144,7 @@ def threads_during_a_call(case, work: Path) -> dict:
 
 
 CONTROLS = {"1": computes, "2": blinds_the_observer, "3": busy_while_stopped, "6": threads_during_a_call,
-            "new": computes}
+            "new": computes, "later": computes_in_later_calls}
 
 
 def main(argv: list[str]) -> int:

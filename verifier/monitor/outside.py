@@ -4,8 +4,10 @@ that rest on what the OS saw, not on anything in the runner's address space.
 - **torch computed**: a share of forward's CPU samples in torch's compute (its libraries outside their
   glue: verifier.monitor.torch_glue) or in code no build of the candidate produced (another numerical
   library, anonymous memory) beyond :data:`COMPUTE_SHARE`, with at least :data:`MIN_COMPUTE_SAMPLES` of
-  them, fails the hack gate, naming the object, its share and the functions. Checked per call and over
-  every observed call of the verification (a kernel that hands torch part of the work on every call).
+  them, fails the hack gate, naming the object, its share and the functions. Checked per call, over
+  every observed call of the verification (a kernel that hands torch part of the work on every call),
+  and over the observed windows of the timing alone (a kernel honest in the correctness phase's calls
+  and not in the latency phase's, whose honest calls would otherwise dilute the share).
 - **threads during a call**: the most threads alive at once during a call (the kernel's records of
   thread creation and exit: a nested parallel region that exists only inside forward counts) beyond the
   threads the runner had before the candidate's code ran plus the thread budget.
@@ -61,24 +63,28 @@ class OutsideWatch:
         self.sampler, self.judge_compute = sampler, judge_compute
         self.allowed_threads = threads_before + thread_budget
         self.totals = Totals()
+        self.timed = Totals()  # the latency phase's observed windows (verifier.monitor.timing)
 
     def watching(self):
         return self.sampler.watching()
 
-    def after_call(self, samples: CallSamples, during: str) -> str:
-        """"" or the one-line problem of one observed call."""
+    def after_call(self, samples: CallSamples, during: str, timed: bool = False) -> str:
+        """"" or the one-line problem of one observed call (``timed``: a window of the timing's calls)."""
         self.totals.add(samples)
+        if timed:
+            self.timed.add(samples)
         compute, problem = samples.torch_compute + samples.foreign, ""
         if self.judge_compute and compute >= MIN_CALL_SAMPLES:
             problem = compute_problem(compute, samples.own, samples.samples, samples.compute_functions, f"one call ({during})")
-        return problem or self.overall_problem() or self.thread_problem(samples) or sampling_problem(samples)
+        return (problem or self.overall_problem() or (self.overall_problem(self.timed, "timed windows") if timed else "")
+                or self.thread_problem(samples) or sampling_problem(samples))
 
-    def overall_problem(self) -> str:
-        """"" or the problem over every observed call so far."""
-        t = self.totals
+    def overall_problem(self, totals: Totals | None = None, what: str = "calls") -> str:
+        """"" or the problem over every observed call so far (or over ``totals``)."""
+        t = totals or self.totals
         if not self.judge_compute:
             return ""
-        return compute_problem(t.compute, t.own, t.samples, tuple(t.functions.most_common(8)), f"{t.calls} calls")
+        return compute_problem(t.compute, t.own, t.samples, tuple(t.functions.most_common(8)), f"{t.calls} {what}")
 
     def thread_problem(self, samples: CallSamples) -> str:
         if samples.threads > self.allowed_threads:

@@ -19,6 +19,7 @@ again on fresh inputs (verifier.monitor.timing decides how often, and what repea
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Callable
 
@@ -49,6 +50,7 @@ class Side:
     deadline_s: float  # one window, at most
     attach: Callable[[Arena], None]  # hand the process a new arena
     after: Callable[[Answer, int], None] = lambda answer, began_ns: None  # a candidate's budget and watch
+    outside: object | None = None  # a candidate's OutsideWatch (verifier.monitor.outside): observed rounds
 
     def pid(self) -> int:
         return self.process.pid()
@@ -68,6 +70,7 @@ class Turn:
     side: int
     answer: Answer
     account: TurnAccount
+    observed: str | None = None  # an observed window: "" or what the outside samples showed (never counted)
 
     @property
     def ms_per_call(self) -> float:
@@ -88,11 +91,13 @@ class Rounds:
         for side in self.sides:
             release(side.pid())
 
-    def play(self, items: list[tuple[int, bool]], order: list[int], device: bool = False) -> list[Turn]:
+    def play(self, items: list[tuple[int, bool]], order: list[int], device: bool = False,
+             observe: bool = False) -> list[Turn]:
         """One round on the input sets ``items`` (``(index, timing)`` as Draw takes them), the sides in
-        ``order``; every side is stopped before and after."""
+        ``order``; every side is stopped before and after. ``observe``: every candidate's window is
+        sampled from outside (verifier.monitor.outside), so the round's times are not counted."""
         specs, data = self.draw(items)
-        return [self.turn(i, specs, data, device) for i in order]
+        return [self.turn(i, specs, data, device, observe) for i in order]
 
     def draw(self, items: list[tuple[int, bool]]) -> tuple[list[list], bytes]:
         stride, pid = self.layout.in_stride, self.drawer.process.pid()
@@ -109,29 +114,35 @@ class Rounds:
                                       f"{stride} bytes the task's trials needed")
         return specs, bytes(self.drawer.arena.map[:len(items) * stride])
 
-    def turn(self, i: int, specs: list[list], data: bytes, device: bool) -> Turn:
+    def turn(self, i: int, specs: list[list], data: bytes, device: bool, observe: bool = False) -> Turn:
         """Side ``i``'s window on the round's inputs. On the CPU the inputs are written while the side is
         stopped and it is continued only to run: no moment to look at them before its clock starts (its
         views of the arena are staged once per layout). A device copies them in Stage, before each window."""
         side, pid = self.sides[i], self.sides[i].pid()
         deadline, during = time.monotonic() + side.deadline_s, f"{side.name}'s timing"
         self.boost.raise_(pid)
+        outside, stopping = side.outside if observe else None, None
         try:
             if not device and self.staged.get(i) != specs:
                 release(pid)
                 self._stage(side, specs, deadline, during)
                 hold(pid)
             side.arena.map[:len(data)] = data
-            release(pid)
-            if device:
-                self._stage(side, specs, deadline, during)
-            began = time.monotonic_ns()
-            answer = self._run(side, len(specs), deadline, during, lambda: self.ledger.mark(i))
+            with outside.watching() if outside is not None else nullcontext() as watched:
+                release(pid)
+                if device:
+                    self._stage(side, specs, deadline, during)
+                began = time.monotonic_ns()
+                answer = self._run(side, len(specs), deadline, during, lambda: self.ledger.mark(i))
+                stopping = hold(pid)
         finally:
-            stopping = hold(pid)
+            if stopping is None:  # a failure: stopped all the same
+                hold(pid)
             self.boost.lower(pid)
         side.after(answer, began)
-        return Turn(i, answer, account(i, *answer.marks, stopping))
+        seen = outside.after_call(watched.samples, f"{during}, a window of {len(specs)} calls", timed=True) \
+            if outside else None
+        return Turn(i, answer, account(i, *answer.marks, stopping), seen)
 
     def _stage(self, side: Side, specs: list[list], deadline: float, during: str) -> None:
         try:

@@ -15,6 +15,11 @@ the machine preempted, or during which a stopped side used CPU, is played again 
 most ``retimes`` times in all); a candidate whose process uses CPU while stopped in two rounds is
 refused. Too few undisturbed rounds: the figure is reported but not trusted (the machine's outcome).
 
+Observed rounds: the calibration round, the warm-up rounds and ``OBSERVED_ROUNDS`` more placed among
+the measured ones from the secret seed are played with every candidate's window sampled from outside
+(verifier.monitor.outside: where its CPU time went, torch's compute or its own code); their times are
+never counted (sampling slows a call). Nothing tells the candidate which windows these are.
+
 Every output of every window, warm-up included, is checked against the reference's output for the
 same inputs: a random sample of elements for most calls, every element for the audited calls (two
 carry the plan's audit inputs, a fresh draw and a near-duplicate of it, checked against the reference
@@ -48,6 +53,7 @@ from verifier.result import GateResult, LatencyResult
 from verifier.roofline import MachinePeaks, Workload
 from verifier.seeds import derive_seed
 
+OBSERVED_ROUNDS = 3  # rounds played with every candidate's window sampled from outside, never counted
 STEAL_LIMIT = 2  # rounds in which the candidate's process used CPU while stopped, before it is refused
 LATE_WORK_NS = 1_000_000
 MIN_TRUSTED_ROUNDS = 5
@@ -92,8 +98,9 @@ def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan
         first.hold_all()
         try:
             counter = _Counter()
-            calibration = first.play([(counter.next(), True)], list(range(len(sides))), device)
+            calibration = first.play([(counter.next(), True)], list(range(len(sides))), device, observe=True)
             check_round(calibration, sides, tol, None, -1, np.random.default_rng(derive_seed(seed, "warm")))
+            _observed(calibration)
             calls = 1 if device else window_size.calls_per_window(calibration, timing.window_ms, timing.max_calls,
                                                                   drawer)
             layout = window_size.resize(sides, calls, drawer, owned)
@@ -111,15 +118,19 @@ def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timi
     checks = CheckPlan.draw(plan, timing.rounds, rounds.layout.calls, seed, drawer)
     order = random.Random(derive_seed(seed, "order"))
     sample = np.random.default_rng(derive_seed(seed, "sample"))
+    observe = set(random.Random(derive_seed(seed, "observe")).sample(range(timing.rounds),
+                                                                     min(OBSERVED_ROUNDS, timing.rounds)))
     for _ in range(timing.warmup_rounds):
-        turns = rounds.play(_items(counter, rounds.layout.calls), _order(order, len(sides)), device)
-        check_round(turns, sides, tol, None, -1, sample)
+        _observed_round(rounds, sides, counter, order, tol, sample, device)
     counted: list[list[Turn]] = []
     disturbed: list[list[Turn]] = []
     reasons: list[str] = []
     steals = 0
     while len(counted) < timing.rounds and len(counted) + len(disturbed) < timing.rounds + timing.retimes:
         r = len(counted) + len(disturbed)  # the checks are placed in the first ``rounds`` played: all of them play
+        if r in observe:  # before measured round r (its first play only), a round observed from outside
+            observe.discard(r)
+            _observed_round(rounds, sides, counter, order, tol, sample, device)
         turns = rounds.play(checks.items(r, counter.take(rounds.layout.calls)), _order(order, len(sides)), device)
         check_round(turns, sides, tol, checks, r, sample)
         why, kind = disturbance(turns, sides)
@@ -134,6 +145,22 @@ def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timi
         else:
             counted.append(turns)
     return counted, disturbed, reasons
+
+
+def _observed_round(rounds: Rounds, sides: list[Side], counter: "_Counter", order: random.Random, tol: Tolerance,
+                    sample: np.random.Generator, device: bool) -> None:
+    """A round like any other, every candidate's window sampled from outside (its times not counted: the
+    sampling slows it): the candidate cannot tell it from a measured one, so torch's compute reached in
+    timed windows alone is seen in these. Warm-up rounds are played this way."""
+    turns = rounds.play(_items(counter, rounds.layout.calls), _order(order, len(sides)), device, observe=True)
+    check_round(turns, sides, tol, None, -1, sample)
+    _observed(turns)
+
+
+def _observed(turns: list[Turn]) -> None:
+    problem = next((t.observed for t in turns if t.observed), "")
+    if problem:
+        raise IntegrityProblem(problem)
 
 
 def _late_work(counted: list[list[Turn]], sides: list[Side]) -> None:
@@ -220,7 +247,7 @@ def candidate_side(peers: Peers, name: str = "candidate") -> Side:
             raise PeerFailure("died", f"{runner.exit_reason()} during timing", runner.log_tail())
 
     return Side(name, runner, peers.runner_arena, False, peers.call_s, attach,
-                lambda answer, began: peers.after_window(answer, began, "timing"))
+                lambda answer, began: peers.after_window(answer, began, "timing"), peers.outside)
 
 
 def after_timing(peers: Peers, side: Side, plan: list, tol: Tolerance, reference: Side | None = None) -> None:
