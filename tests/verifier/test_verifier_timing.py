@@ -127,5 +127,9 @@ def test_a_thread_spinning_in_user_space_is_stopped_with_its_process_and_gains_n
     spinning = verify(task, SPINNER.replace("KERNEL_SIDE", "0"), "cpu", settings)
     assert spinning.passed, spinning.feedback
     honest = verify(task, (FIXTURES / "honest_relu_omp.py").read_text(), "cpu", settings)
+    assert honest.passed, honest.feedback
+    untrusted = [v.latency.untrusted_reason for v in (spinning, honest) if not v.latency.trusted]
+    if untrusted:  # figures the verifier itself does not stand behind compare nothing
+        pytest.skip(f"the machine was too busy to compare speeds: {untrusted[0]}")
     # stopped while the reference is timed, it only competes with its own kernel: never faster than honest
     assert spinning.latency.speedup <= honest.latency.speedup * 1.05, (spinning.latency, honest.latency)
