@@ -11,6 +11,7 @@ honest fixture passes; an attack on a timer in the runner gains nothing (moot_c4
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 from verifier_taskutil import FIXTURES, TASKS
 
