@@ -86,6 +86,13 @@ class TurnAccount:
     waited_ns: int  # run-queue wait of the side's threads and of the monitor during the timed window
     collect_ns: int  # the monitor's clock around Collect (work left running after Ran makes it slow)
     stopping_ns: int = 0  # the side's CPU between the stop signal after its turn and its last thread stopped
+    collect_waited_ns: int = 0  # run-queue wait of the side's threads and of the monitor during Collect
+
+    @property
+    def collect_unexplained_ns(self) -> int:
+        """Collect's time not spent waiting for a CPU: the copy itself, and any work left running after
+        Ran that it had to wait for (other work on the machine explains the rest)."""
+        return max(0, self.collect_ns - self.collect_waited_ns)
 
 
 def account(turn: int, before_run: Mark, after_run: Mark, after_collect: Mark, stopping_ns: int = 0) -> TurnAccount:
@@ -94,7 +101,7 @@ def account(turn: int, before_run: Mark, after_run: Mark, after_collect: Mark, s
                    else max(0, after_collect.cpu_ns[i] - before_run.cpu_ns[i]) for i in range(len(before_run.cpu_ns)))
     return TurnAccount(own(before_run, after_run), own(after_run, after_collect), stolen,
                        max(0, after_run.wait_ns - before_run.wait_ns), after_collect.at_ns - after_run.at_ns,
-                       stopping_ns)
+                       stopping_ns, max(0, after_collect.wait_ns - after_run.wait_ns))
 
 
 def can_read(pid: int) -> bool:

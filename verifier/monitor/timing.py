@@ -164,20 +164,21 @@ def _observed(turns: list[Turn]) -> None:
 
 
 def _late_work(counted: list[list[Turn]], sides: list[Side]) -> None:
-    """The time a candidate's Collect took against the reference's: work left running after forward
-    returned makes every collect of its outputs slow."""
+    """The time a candidate's Collect took against the reference's, less what both spent waiting for a
+    CPU (other work on the machine): work left running after forward returned makes every collect of
+    its outputs slow."""
     if not counted:
         return
     collect = {t.side: [] for t in counted[0]}
     for turns in counted:
         for t in turns:
-            collect[t.side].append(t.account.collect_ns)
+            collect[t.side].append(t.account.collect_unexplained_ns)
     ref = statistics.median(collect[0])
     for i, times in collect.items():
         cand = statistics.median(times)
         if not sides[i].trusted and cand > 3 * ref + LATE_WORK_NS:
-            raise IntegrityProblem(f"collecting the outputs took {cand / 1e6:.2f} ms (median), the reference's "
-                                   f"{ref / 1e6:.2f} ms: work continued after forward returned")
+            raise IntegrityProblem(f"collecting the outputs took {cand / 1e6:.2f} ms (median, waits for a CPU left "
+                                   f"out), the reference's {ref / 1e6:.2f} ms: work continued after forward returned")
 
 
 def _measurement(counted: list[list[Turn]], disturbed: list[list[Turn]], sides: list[Side], calls: int,
