@@ -91,19 +91,19 @@ def stage(process: Sandboxed, sets: list[list], deadline: float, during: str) ->
 def run(process: Sandboxed, arena: Arena, calls: int, out_start: int, deadline: float, during: str,
         mark: Callable[[], object] | None = None, clock: Callable[[], ContextManager] = nullcontext) -> Answer:
     """One timed window on the staged sets; the outputs, collected and copied. ``mark``: a reading taken
-    right before and after the timed Run and after Collect; ``clock``: entered around the timed Run
-    (the monitor's thread first in line for a CPU meanwhile)."""
-    marks = [mark()] if mark else []
-    with clock():
+    right before and after the timed Run and after Collect; ``clock``: entered around all of it (the
+    monitor's thread first in line for a CPU meanwhile, so its clock and its readings are not late)."""
+    with clock():  # the monitor's thread first in line for a CPU from the first reading to the last: a
+        # reading taken at normal priority waits behind the side's threads (nice -20, spinning after forward)
+        marks = [mark()] if mark else []
         start = time.perf_counter_ns()
         ran = _ask(process, msg.Run(calls), deadline, msg.Ran, during)
         ns = time.perf_counter_ns() - start
-    marks += [mark()] if mark else []
-    if isinstance(ran, msg.CallFailed):
-        raise _failed(ran)
-    with clock():  # its time says whether work went on after Ran: the monitor's wake-up must not blur it
+        marks += [mark()] if mark else []
+        if isinstance(ran, msg.CallFailed):
+            raise _failed(ran)
         collected = _expect(process, msg.Collect(out_start), deadline, msg.Collected, during)
-    marks += [mark()] if mark else []
+        marks += [mark()] if mark else []
     outputs, dtypes = read_outputs(arena, collected.outputs, out_start, calls, during)
     return Answer(outputs, dtypes, ns, max(0, int(collected.native_calls)), collected.note[:2000], tuple(marks))
 
