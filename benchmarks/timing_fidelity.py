@@ -61,22 +61,26 @@ def start_burners(count: int) -> list[subprocess.Popen]:
     return [subprocess.Popen([sys.executable, "-c", BURNER], start_new_session=True) for _ in range(count)]
 
 
+CALLS = {"n": 400}  # plain timing's calls per run (--calls)
+SOLO_RUNS = {"n": 2}  # solo runs per side, the faster kept (--solo-runs)
+
+
 def plain(mode: str, build: Path, task_id: str, threads: int, passive: bool = False) -> float:
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     env.update(OMP_NUM_THREADS=str(threads), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     if passive:
         env["OMP_WAIT_POLICY"] = "PASSIVE"
     out = subprocess.run([sys.executable, "-m", "benchmarks.plain_timing", mode, str(build), task_id,
-                          "--threads", str(threads)], env=env, capture_output=True, text=True, timeout=900)
+                          "--threads", str(threads), "--calls", str(CALLS["n"])], env=env, capture_output=True, text=True, timeout=900)
     if out.returncode != 0:
         raise RuntimeError(f"plain timing of {task_id} ({mode}) failed: {out.stderr.strip()[-400:]}")
     value = json.loads(out.stdout)
     return value["ms"] if mode != "alt" else value["ratio"]
 
 
-def solo(build: Path, task_id: str, threads: int) -> dict:
+def solo(build: Path, task_id: str, threads: int, repeats: int = 2) -> dict:
     runs = {"ref": [], "cand": []}
-    for _ in range(2):
+    for _ in range(repeats):
         for mode in ("ref", "cand"):
             runs[mode].append(plain(mode, build, task_id, threads))
     ref, cand = min(runs["ref"]), min(runs["cand"])
@@ -97,7 +101,7 @@ def verified(task, source: str, settings: VerifySettings) -> dict:
 
 
 def why(row: dict) -> str:
-    if abs(row["alt"] / row["solo"] - 1) <= DISAGREE:
+    if abs(row["alt"] / row["solo"] - 1) <= DISAGREE or row.get("alt_passive") is None:
         return ""
     if abs(row["alt_passive"] / row["solo"] - 1) <= DISAGREE:
         return "OpenMP interference in one process (passive threads agree with solo)"
@@ -110,9 +114,10 @@ def row_for(build: Path, task, threads: int, settings: VerifySettings, known: di
     if known:  # the plain figures of an earlier run
         row = {k: known[k] for k in ("task_id", "ref_ms", "cand_ms", "solo", "alt", "alt_passive")}
     else:
-        row = {"task_id": task.task_id, **solo(build, task.task_id, threads)}
+        row = {"task_id": task.task_id, **solo(build, task.task_id, threads, SOLO_RUNS["n"])}
         row["alt"] = plain("alt", build, task.task_id, threads)
-        row["alt_passive"] = plain("alt", build, task.task_id, threads, passive=True)
+        disagree = abs(row["alt"] / row["solo"] - 1) > DISAGREE  # only then is the passive run needed (why)
+        row["alt_passive"] = plain("alt", build, task.task_id, threads, passive=True) if disagree else None
     row.update(verified(task, source, settings))
     row["why"] = why(row)
     if row["verifier"] is not None:
@@ -126,9 +131,13 @@ def print_row(row: dict) -> None:
         return
     trust = "" if row["trusted"] else "  (not trusted)"
     print(f"{row['task_id']:34s} {row['ref_ms']:8.3f} {row['cand_ms']:8.3f}  solo {row['solo']:6.2f}x  alt "
-          f"{row['alt']:6.2f}x  passive {row['alt_passive']:6.2f}x  verifier {row['verifier']:6.2f}x "
+          f"{row['alt']:6.2f}x  passive {_x(row['alt_passive'])}  verifier {row['verifier']:6.2f}x "
           f"[{row['ci'][0]:.2f}-{row['ci'][1]:.2f}] x{row['calls']:<3d} -> {row['fidelity']:.3f}"
           f"{trust}  {row['why']}", flush=True)
+
+
+def _x(value: float | None) -> str:
+    return "     -" if value is None else f"{value:5.2f}x"
 
 
 def summary(rows: list[dict]) -> dict:
@@ -160,9 +169,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=0, help="verify the (first) task this many times instead")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", default=None)
+    parser.add_argument("--calls", type=int, default=400, help="plain timing's calls per run")
+    parser.add_argument("--solo-runs", type=int, default=2, help="solo runs per side (the faster is kept)")
     parser.add_argument("--plain-from", default=None, help="an earlier run's --json: its plain figures, verify only")
     parser.add_argument("--cache", default=None, help="the verifier's cache directory (compiled candidates)")
     args = parser.parse_args()
+    CALLS["n"], SOLO_RUNS["n"] = args.calls, args.solo_runs
     known = {r["task_id"]: r for r in json.loads(Path(args.plain_from).read_text())["rows"]} if args.plain_from else {}
     wanted = [t for t in args.tasks.split(",") if t] or list(known_good("cpu"))
     with tempfile.TemporaryDirectory(prefix="timing-fidelity-") as tmp:

@@ -175,8 +175,8 @@ def print_summary(result: dict) -> None:
         typer.echo(f"{t['task_id']:34} {t['attempts']:>8} {str(t['feasible']):>8} {first:>5} {speed:>8} {best:>10}  "
                    f"{t['stop_reason']}")
     typer.echo("first: iteration of the first feasible kernel (0-based); speedup: the best kernel's over PyTorch "
-               "(median), paired in its own verification; its ms: that kernel's time. The report counts a timing "
-               "flagged noisy (a loaded machine) at its 95% CI's low end, so its figures can be lower")
+               "(median over rounds of the per-round ratio), paired in its own verification; its ms: that kernel's "
+               "median time; the best kernel is the one the report and the lake name (memory_lake/sql/best_kernels.sql)")
     report = result.get("report")
     if report:  # the report flow's result: its paths, data quality, ...
         typer.echo(f"report: {report.get('html', report) if isinstance(report, dict) else report}")

@@ -92,3 +92,24 @@ def test_where_raising_is_refused_the_reason_is_kept():
     if refused.returncode != 0 and "Operation not permitted" in refused.stderr:
         pytest.skip("this test needs root to drop to an unprivileged user")
     assert refused.stdout.startswith("False False timed at normal priority: raising it was refused"), refused
+
+
+def test_a_turn_places_the_main_thread_on_one_cpu_and_the_others_on_the_rest_and_gives_them_back():
+    from verifier.monitor.priority import spread
+
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("one CPU: nothing to place")
+    proc = subprocess.Popen([sys.executable, "-c", THREADS])
+    try:
+        time.sleep(0.5)
+        tids = [int(t) for t in os.listdir(f"/proc/{proc.pid}/task")]
+        spread(proc.pid)
+        placed = {tid: os.sched_getaffinity(tid) for tid in tids}
+        assert placed[proc.pid] == {cpus[0]}
+        assert all(placed[tid] == set(cpus[1:]) for tid in tids if tid != proc.pid), placed
+        spread(proc.pid, keep=False)
+        assert all(os.sched_getaffinity(tid) == set(cpus) for tid in tids)
+    finally:
+        proc.kill()
+        proc.wait()
