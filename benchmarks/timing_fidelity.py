@@ -39,20 +39,12 @@ import time
 from pathlib import Path
 
 from benchmarks.known_good_speedups import _build_dir, _load
+from benchmarks.reward_noise import BURNER
 from kernelbench_npu.known_good import known_good, solution_for
 from kernelbench_npu.spec import load_build
 from verifier.api import verify
 from verifier.settings import VerifySettings
 
-BURNER = '''
-import random, time
-rng = random.Random()
-while True:
-    end = time.perf_counter() + rng.uniform(0.05, 0.5)
-    while time.perf_counter() < end:
-        pass
-    time.sleep(rng.uniform(0.0, 0.5))
-'''
 DISAGREE = 0.10
 
 
