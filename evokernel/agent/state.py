@@ -60,7 +60,7 @@ class StepOutcome:
     ci_high: float | None = None
     owner: str = CANDIDATE  # attribution.CANDIDATE | MACHINE
     latency_unmeasurable: str = ""  # the latency gate's "unavailable here" reason, when it is one
-    latency_untrusted: str = ""  # the latency was measured but not trustworthily: never a best kernel
+    latency_untrusted: str = ""  # the latency was measured but not trustworthily: no refining reward
     machine_reason: str = ""  # the machine's outcome: why
     reward_applied: float | None = None  # what the value updates used (None: no update)
     timing_flag: str | None = None  # clean | noisy | implausible (records.timing_class); None: not timed
@@ -132,7 +132,7 @@ class TaskState:
         state = replace(state, start_points=state.start_points + (point,))
         if state.first_feasible_iteration is None:
             state = replace(state, first_feasible_iteration=outcome.iteration)
-        paired = None if outcome.latency_untrusted else outcome.paired
+        paired = outcome.paired  # an untrusted figure counts at its median, as best_kernels.sql counts it
         if paired is not None and (state.best is None or paired.speedup > state.best.speedup):
             state = replace(state, best=paired, best_ms=outcome.candidate_ms, best_item_id=outcome.trace_item_id)
         return state

@@ -109,7 +109,7 @@ def test_dask_campaign_runs_every_task_in_the_flows_prefect_api(prefect_harness,
     with get_client(sync_client=True) as client:
         runs = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(
             any_=[state.state_details.flow_run_id])), limit=100)
-    assert Counter(r.task_key.rsplit("-", 1)[0] for r in runs) == {"run_campaign_task": 2, "llm_generate": 6,
+    assert Counter(r.task_key.rsplit("-", 1)[0] for r in runs) == {"run_campaign_task": 2, "llm_generate": 6, "compare_kernels": 2,
                                                                    "verify_code": 4}
     assert all(r.state.is_completed() for r in runs)
     rows = Lake.open(tmp_path / "lake").query("SELECT task_id, count(*) AS n FROM attempts GROUP BY ALL ORDER BY 1")
@@ -203,7 +203,7 @@ def test_cli_on_a_dask_scheduler_reports_every_task_run_to_its_one_prefect_serve
     assert "Prefect API for this campaign: http://127.0.0.1:" in done.stdout and "4/4" in done.stdout
     with sqlite3.connect(tmp_path / "prefect" / "prefect.db") as db:  # the CLI's server's database
         keys = Counter(k.rsplit("-", 1)[0] for (k,) in db.execute("SELECT task_key FROM task_run"))
-    assert keys == {"run_campaign_task": 2, "llm_generate": 6, "verify_code": 4}
+    assert keys == {"run_campaign_task": 2, "llm_generate": 6, "verify_code": 4, "compare_kernels": 2}
     rows = Lake.open(tmp_path / "lake").query("SELECT task_id, count(*) AS n, bool_or(feasible) AS ok "
                                               "FROM attempts GROUP BY task_id ORDER BY task_id").to_pylist()
     assert [(r["task_id"], r["n"], r["ok"]) for r in rows] == [(t, 2, True) for t in sorted(ids)]

@@ -36,8 +36,13 @@ def test_bundled_cpu_build_passes_lint_everywhere_and_loads_as_taskspecs(bundled
     # every task is measured at its own sizes; the time bound is on the deterministic estimate
     # (measured times on shared cores are the benchmarks' business, not a unit test's)
     assert all(spec.reference_ms is not None and spec.reference_ms > 0 for spec in build.tasks)
-    estimates = pq.read_table(out / "manifest.parquet", columns=["estimated_ms"])["estimated_ms"].to_pylist()
-    assert max(estimates) <= CPU_2CORE.keep_below_ms
+    rows = pq.read_table(out / "manifest.parquet", columns=["task_id", "estimated_ms", "notes", "original_shapes",
+                                                            "adapted_shapes"]).to_pylist()
+    # above the bound only where the sizing stopped at its working-set floor (SizeProfile.min_bytes): after
+    # shrinking back to it, or at the task's own sizes when one halving would already go below it
+    over = [r for r in rows if r["estimated_ms"] > CPU_2CORE.keep_below_ms]
+    assert all("at least 1 MiB" in (r["notes"] or "") or r["original_shapes"] == r["adapted_shapes"]
+               for r in over), over
 
 
 def test_manifest_has_every_required_column_and_build_json_the_counts(bundled_cpu):

@@ -82,7 +82,8 @@ def test_epsilon_greedy_respects_n_and_never_repeats(qs, n, seed):
     assert len(got) == min(n, len(pool))
     assert len({c.candidate.item_id for c in got}) == len(got)
     exploited = [c.candidate.q for c in got if not c.explored]
-    assert exploited == sorted(exploited, reverse=True)
+    # by value (equal similarities); Q values closer than the z-score's floor on the spread count as tied
+    assert all(a >= b - 1e-9 for a, b in zip(exploited, exploited[1:])), exploited
 
 
 def test_drafting_adds_the_backends_templates_first(valued_lake):

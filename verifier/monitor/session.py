@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from kernelbench_npu.spec import TaskSpec
 from verifier.backends.base import Backend
-from verifier.gate_plan import GatePlan, is_unavailable
+from verifier.gate_plan import UNAVAILABLE_HERE, GatePlan, is_unavailable
 from verifier.gates.correctness import Tolerance
 from verifier.monitor import compile_phase, timing
 from verifier.monitor.builds import BuildLimits, BuildService
