@@ -43,6 +43,12 @@ def evokernel_run(tmp_path_factory, tiny_build):
     return runtime, task, summary, stats, attempts
 
 
+def _machine_outcome(attempt: dict) -> bool:
+    """The verifier measured this feasible kernel's latency but could not stand behind it (a loaded machine,
+    as CI's two workers make it): no reward and no value update, by design (evokernel.agent.scoring)."""
+    return "the speed is the machine's outcome" in (attempt["reward_rule"] or "")
+
+
 def test_stages_rewards_and_budget(evokernel_run):
     _, _, summary, _, attempts = evokernel_run
     assert [a["iteration"] for a in attempts] == [0, 1, 2, 3]  # budget respected exactly
@@ -54,19 +60,29 @@ def test_stages_rewards_and_budget(evokernel_run):
     # while the gain is inside the two verdicts' combined 95% noise (Eq. 6 made load-robust).
     incumbent, refined = ([attempts[i][k] for k in ("speedup", "ci_low", "ci_high")] for i in (1, 2))
     assert incumbent[0] and refined[0], "both feasible kernels carry a paired speedup"
-    gain = math.log(refined[0]) - math.log(incumbent[0])
-    sigma = [(math.log(high) - math.log(low)) / (2 * 1.96) for _, low, high in (incumbent, refined)]
-    noise = 1.96 * math.sqrt(sigma[0] ** 2 + sigma[1] ** 2 + NOISE_FLOOR ** 2)
-    expected = math.tanh(gain) * min(1.0, max(0.0, abs(gain) / noise - 1.0))
-    assert math.isclose(attempts[2]["reward"], expected, abs_tol=1e-12)
+    if _machine_outcome(attempts[2]):
+        assert attempts[2]["reward"] is None and attempts[2]["reward_applied"] is None
+    else:
+        _assert_paired_reward(attempts[2]["reward"], incumbent, refined)
     assert attempts[3]["reward"] == -1.0
     assert summary.attempts == 4 and summary.feasible and summary.first_feasible_iteration == 1
     assert summary.stop_reason.startswith("iteration budget")
 
 
+def _assert_paired_reward(reward, incumbent, refined):
+    gain = math.log(refined[0]) - math.log(incumbent[0])
+    sigma = [(math.log(high) - math.log(low)) / (2 * 1.96) for _, low, high in (incumbent, refined)]
+    noise = 1.96 * math.sqrt(sigma[0] ** 2 + sigma[1] ** 2 + NOISE_FLOOR ** 2)
+    expected = math.tanh(gain) * min(1.0, max(0.0, abs(gain) / noise - 1.0))
+    assert math.isclose(reward, expected, abs_tol=1e-12)
+
+
 def test_refining_rewards_are_normalised_online(evokernel_run):
     _, _, _, stats, attempts = evokernel_run
     r2, r3 = attempts[2]["reward"], attempts[3]["reward"]
+    if _machine_outcome(attempts[2]):  # the normaliser saw one refining reward: the identity
+        assert r2 is None and attempts[3]["reward_normalized"] == r3 and stats.count == 1
+        return
     assert attempts[2]["reward_normalized"] == r2  # one sample: identity
     scale = max(math.sqrt((r2 ** 2 + r3 ** 2) / 2), 1 / 3)  # the rms of the two, floored at 1/3
     assert math.isclose(attempts[3]["reward_normalized"], r3 / scale, rel_tol=1e-9)
@@ -86,6 +102,9 @@ def test_q_values_move_with_the_rewards(evokernel_run):
     assert solved and all(u["stage"] == 1 and u["q_after"] > u["q_before"] for u in solved)
     start_point = attempts[2]["start_point_item_id"]
     assert start_point == f"trace/{attempts[1]['attempt_id']}"
+    if _machine_outcome(attempts[2]):
+        assert attempts[2]["attempt_id"] not in by_attempt  # no reward, no value update
+        return
     refine = by_attempt[attempts[2]["attempt_id"]]
     assert any(u["item_id"] == start_point and u["stage"] == 2 for u in refine)  # Q2 of the start point
     retrieved = lake.query("SELECT count(*) AS n FROM retrievals WHERE attempt_id = $a",

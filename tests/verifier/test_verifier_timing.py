@@ -134,3 +134,27 @@ def test_a_thread_spinning_in_user_space_is_stopped_with_its_process_and_gains_n
         pytest.skip(f"the machine was too busy to compare speeds: {untrusted[0]}")
     # stopped while the reference is timed, it only competes with its own kernel: never faster than honest
     assert spinning.latency.speedup <= honest.latency.speedup * 1.05, (spinning.latency, honest.latency)
+
+
+def _collects(ref_ms: list[float], cand_ms: list[float]):
+    from types import SimpleNamespace
+
+    from verifier.monitor.ledger import TurnAccount
+    from verifier.monitor.rounds import Turn
+
+    def turn(side, ms):
+        account = TurnAccount(0, 0, (0, 0), 0, int(ms * 1e6))
+        return Turn(side, SimpleNamespace(ns=0, outputs=()), account)
+
+    sides = [SimpleNamespace(trusted=True), SimpleNamespace(trusted=False)]
+    return [[turn(0, r), turn(1, c)] for r, c in zip(ref_ms, cand_ms)], sides
+
+
+def test_late_work_is_judged_on_paired_rounds_and_never_on_one():
+    from verifier.monitor.correctness_phase import IntegrityProblem
+    from verifier.monitor.timing import _late_work
+
+    _late_work(*_collects([0.0], [1.01]))  # one round (CI, under load): the machine's noise, no judgement
+    _late_work(*_collects([1.2, 0.1, 1.5, 1.3], [1.4, 1.3, 1.7, 1.4]))  # the same copy, load on one round
+    with pytest.raises(IntegrityProblem, match="work continued after forward returned"):
+        _late_work(*_collects([1.2, 1.1, 1.3, 1.2], [9.0, 8.5, 9.3, 9.1]))  # 8 ms of work left running

@@ -30,7 +30,8 @@ from verifier.monitor.torch_glue import short_name
 COMPUTE_SHARE = 0.25  # torch's compute and foreign code against the candidate's own code: torch computed
 MIN_COMPUTE_SAMPLES = 20  # fewer compute samples than this decide nothing (2 ms of CPU at 100 us)
 MIN_CALL_SAMPLES = 50  # one call is judged alone from this many compute samples (every call so far judges the rest)
-SAMPLING_FLOOR = 0.3  # samples below this share of what the CPU time implies: sampling was switched off
+SAMPLING_FLOOR = 0.1  # samples below this share of what the CPU time implies: sampling was switched off (an honest
+# call on a loaded 2-core machine saw 25%: 168 of 665; switched off from inside, 0-1%)
 MIN_EXPECTED = 50  # samples the CPU time must imply before the floor is judged (5 ms of CPU at 100 us)
 
 

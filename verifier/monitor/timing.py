@@ -56,6 +56,7 @@ from verifier.seeds import derive_seed
 OBSERVED_ROUNDS = 3  # rounds played with every candidate's window sampled from outside, never counted
 STEAL_LIMIT = 2  # rounds in which the candidate's process used CPU while stopped, before it is refused
 LATE_WORK_NS = 1_000_000
+LATE_WORK_ROUNDS = 3  # fewer rounds than this judge no late work: one round's collect is mostly the machine's noise
 MIN_TRUSTED_ROUNDS = 5
 
 __all__ = ["SAMPLE", "TimingPlan", "latency", "measure", "mismatch"]
@@ -164,10 +165,12 @@ def _observed(turns: list[Turn]) -> None:
 
 
 def _late_work(counted: list[list[Turn]], sides: list[Side]) -> None:
-    """The time a candidate's Collect took against the reference's, less what both spent waiting for a
-    CPU (other work on the machine): work left running after forward returned makes every collect of
-    its outputs slow."""
-    if not counted:
+    """The time a candidate's Collect took against the reference's in the same round, less what both spent
+    waiting for a CPU (other work on the machine): work left running after forward returned makes every
+    collect of its outputs slow. Judged on the median over rounds of the paired excess, from
+    :data:`LATE_WORK_ROUNDS` rounds on (a single round's collect under load read 0.00 ms for the reference
+    and 1.01 ms for an honest fused kernel)."""
+    if len(counted) < LATE_WORK_ROUNDS:
         return
     collect = {t.side: [] for t in counted[0]}
     for turns in counted:
@@ -175,10 +178,11 @@ def _late_work(counted: list[list[Turn]], sides: list[Side]) -> None:
             collect[t.side].append(t.account.collect_unexplained_ns)
     ref = statistics.median(collect[0])
     for i, times in collect.items():
-        cand = statistics.median(times)
-        if not sides[i].trusted and cand > 3 * ref + LATE_WORK_NS:
-            raise IntegrityProblem(f"collecting the outputs took {cand / 1e6:.2f} ms (median, waits for a CPU left "
-                                   f"out), the reference's {ref / 1e6:.2f} ms: work continued after forward returned")
+        excess = statistics.median(c - r for c, r in zip(times, collect[0]))
+        if not sides[i].trusted and excess > 2 * ref + LATE_WORK_NS:
+            raise IntegrityProblem(f"collecting the outputs took {(ref + excess) / 1e6:.2f} ms (median over "
+                                   f"{len(times)} rounds, waits for a CPU left out), the reference's "
+                                   f"{ref / 1e6:.2f} ms: work continued after forward returned")
 
 
 def _measurement(counted: list[list[Turn]], disturbed: list[list[Turn]], sides: list[Side], calls: int,
