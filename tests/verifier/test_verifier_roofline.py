@@ -83,6 +83,32 @@ def test_workload_of_a_reference_counts_each_tensor_once():
     assert view == Workload(bytes_moved=4 * 64 * 300, flops=0)
 
 
+@pytest.mark.parametrize("model, shape", [
+    (torch.nn.Conv2d(3, 8, 3, padding=1), (2, 3, 16, 16)),
+    (torch.nn.Sequential(torch.nn.Linear(32, 16), torch.nn.GELU(), torch.nn.LayerNorm(16)), (4, 32)),
+    (torch.nn.MultiheadAttention(16, 2, batch_first=True), None),
+], ids=["conv", "linear_gelu_layernorm", "attention"])
+def test_the_counter_agrees_with_torchs_flop_counter_on_what_it_has_formulas_for(model, shape):
+    from torch.utils.flop_counter import FlopCounterMode
+
+    inputs = [torch.randn(*shape)] if shape else [torch.randn(2, 5, 16)] * 3
+    with torch.no_grad(), FlopCounterMode(display=False) as reference:
+        model(*inputs)
+    work = count_workload(model, inputs)
+    assert work.flops >= reference.get_total_flops() > 0  # its formulas, plus one per element of the rest
+
+
+def test_a_task_s_workload_is_counted_once_per_process():
+    from verifier.monitor import reference
+    from verifier.sandbox import messages as msg
+
+    start = msg.RefStart("print(1)", "float32", 1, 2, 5, 1)
+    key = reference._workload_key(start)
+    assert key == reference._workload_key(msg.RefStart("print(1)", "float32", 7, 8, 5, 2))  # seeds: the same shapes
+    assert key != reference._workload_key(msg.RefStart("print(1)", "float64", 1, 2, 5, 1))
+    assert msg.RefStart("print(1)", "float32", 1, 2, 5, 1).count_workload  # the worker counts unless told
+
+
 class _Flatten(torch.nn.Module):
     def forward(self, x):
         return x.reshape(-1)

@@ -22,6 +22,7 @@ import re
 import sys
 import sysconfig
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 import numpy as np
@@ -44,12 +45,14 @@ class Mapping:
     kind: str
 
 
+@cache
 def _torch_dir() -> str:
     import torch
 
     return str(Path(torch.__file__).resolve().parent)
 
 
+@cache  # sysconfig expands its paths anew on every call: 2.2 s of a verification's 10 s before
 def _python_dirs() -> tuple[str, ...]:
     dirs = {sysconfig.get_path("stdlib"), sysconfig.get_path("platstdlib"), sys.base_prefix + "/lib",
             str(Path(sys.executable).resolve().parent)}

@@ -164,6 +164,7 @@ class RefStart:
     correctness_trials: int
     threads: int
     device: str = "cpu"  # where the reference's timed calls run (its outputs for the trials: the CPU)
+    count_workload: bool = True  # False: the monitor knows this task's workload already (no RefWorkload)
 
 
 @dataclass(frozen=True)

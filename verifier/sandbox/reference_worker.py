@@ -77,7 +77,7 @@ class Worker:
         wide = Fp64Model(self.model)
         for trial in self.plan:
             self.send(self.trial(trial, wide))
-        workload = self.workload()
+        workload = self.workload() if cfg.count_workload else None
         if workload is not None:
             self.send(workload)
         self.send(msg.RefDone())
