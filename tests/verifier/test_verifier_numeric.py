@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from verifier.gates.correctness import Tolerance, check_trials, compare_trial
 from verifier.gates.latency import PairedTimes, summarise
@@ -79,3 +80,47 @@ def test_speedup_ci_covers_the_true_ratio():
 def test_implausible_speedup_is_flagged():
     result = summarise(PairedTimes((0.01,) * 10, (1.0,) * 10), 500, 10.0)
     assert result.flagged and "plausibility" in result.flag_reason
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_chunked_comparison_answers_as_the_whole_array_one(seed):
+    from verifier.gates import elementwise
+
+    rng = np.random.default_rng(seed)
+    n = 3 * elementwise.CHUNK + 17  # chunk boundaries crossed, a ragged last chunk
+    r = (rng.standard_normal(n) * 10).astype(np.float32)
+    c = r + rng.standard_normal(n).astype(np.float32) * 1e-4
+    planted = rng.choice(n, 5, replace=False)
+    c[planted[:3]] += 1.0  # out of tolerance
+    r[planted[3]] = np.inf  # masked out where the reference is not finite
+    c[planted[4]] = np.nan  # a non-finite candidate value where the reference is finite
+    r64, c64 = r.astype(np.float64), c.astype(np.float64)
+    mask = np.isfinite(r64)
+    cm, rm = np.where(mask, c64, 0.0), np.where(mask, r64, 0.0)
+    scale = max(1.0, float(np.abs(rm).max()))
+    out = ~(np.abs(cm - rm) <= 1e-3 * scale + 1e-3 * np.abs(rm))
+    found = elementwise.compare(c, r, None, 1e-3, 1e-3)
+    assert found.nonfinite_at == planted[4]
+    assert found.bad == int(out.sum()) == 4 and found.bad_at == int(np.argmax(out))
+    finite = mask & np.isfinite(c64)
+    assert found.norm == pytest.approx(float(np.linalg.norm(rm)), rel=1e-12)
+    clean = elementwise.compare(np.where(finite, c, 0), np.where(finite, r, 0), finite, 1e-3, 1e-3)
+    assert clean.nonfinite_at is None and clean.bad == 3
+    assert clean.err == pytest.approx(float(np.linalg.norm(np.where(finite, c64 - r64, 0.0))), rel=1e-9)
+    assert clean.max_abs_error == pytest.approx(float(np.abs(np.where(finite, c64 - r64, 0.0)).max()))
+    assert elementwise.compare(c, r, None, 1e-3, 1e-3, stop_at_nonfinite=True).bad_at is None
+
+
+def test_the_trivial_outputs_errors_are_their_l2_distances():
+    from verifier.gates.elementwise import CHUNK
+    from verifier.sandbox.reference_worker import trivial_errors
+
+    r = np.random.default_rng(5).standard_normal((3, CHUNK + 11)).astype(np.float32)
+    x = r + 0.5
+    r64 = r.astype(np.float64)
+    errors = trivial_errors(r, [np.ones(4), x])
+    assert errors["zeros"] == pytest.approx(np.linalg.norm(r64), rel=1e-12)
+    assert errors["mean"] == pytest.approx(np.linalg.norm(r64 - r64.mean()), rel=1e-12)
+    assert errors["input copy"] == pytest.approx(np.linalg.norm(r64 - x.astype(np.float64)), rel=1e-12)
+    r[0, 0] = np.nan
+    assert trivial_errors(r, [x]) == {}  # a non-finite reference: no trivial output to compare with

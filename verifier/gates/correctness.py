@@ -18,7 +18,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from verifier.gates import fp64_check
+from verifier.gates import elementwise, fp64_check
 from verifier.result import GateResult
 from verifier.gates.trial_data import ReferenceOutputs, TrialOutputs
 
@@ -126,20 +126,18 @@ def _nonfinite_mismatch(c: np.ndarray, r: np.ndarray, r_finite: np.ndarray) -> s
 
 
 def _compare_values(c: np.ndarray, r: np.ndarray, mask: np.ndarray, tol: Tolerance, trivial: dict) -> str:
-    c64, r64 = c.astype(np.float64), r.astype(np.float64)
-    c_finite = np.isfinite(c64)
-    if (mask & ~c_finite).any():
-        idx = tuple(int(i) for i in np.argwhere(mask & ~c_finite)[0])
-        return f"non-finite value at index {idx}: expected {r64[idx]:.6g}, got {float(c64[idx])}"
-    cm, rm = np.where(mask, c64, 0.0), np.where(mask, r64, 0.0)
-    scale = max(1.0, float(np.abs(rm).max(initial=0.0)))
-    diff = np.abs(cm - rm)
-    bad = diff > tol.atol * scale + tol.rtol * np.abs(rm)
-    if bad.any():
-        idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        return (f"mismatch at index {idx}: expected {r64[idx]:.6g}, got {c64[idx]:.6g} "
-                f"({int(bad.sum())} of {bad.size} elements out of tolerance, max abs error {diff.max():.3g})")
-    err, norm = float(np.linalg.norm(cm - rm)), float(np.linalg.norm(rm))
+    where = lambda flat: tuple(int(i) for i in np.unravel_index(flat, c.shape))  # noqa: E731
+    found = elementwise.compare(c, r, mask, tol.atol, tol.rtol, stop_at_nonfinite=True)
+    if found.nonfinite_at is not None:
+        flat = found.nonfinite_at
+        return (f"non-finite value at index {where(flat)}: expected {float(r.reshape(-1)[flat]):.6g}, "
+                f"got {float(c.reshape(-1)[flat])}")
+    if found.bad_at is not None:
+        flat = found.bad_at
+        return (f"mismatch at index {where(flat)}: expected {float(r.reshape(-1)[flat]):.6g}, got "
+                f"{float(c.reshape(-1)[flat]):.6g} ({found.bad} of {r.size} elements out of tolerance, max abs "
+                f"error {found.max_abs_error:.3g})")
+    err, norm = found.err, found.norm
     if norm > 0 and err / norm > tol.rtol:
         return f"relative L2 error {err / norm:.3g} exceeds {tol.rtol:g}"
     positive = {name: e for name, e in trivial.items() if e > 0}

@@ -55,6 +55,7 @@ from typing import Sequence
 
 import numpy as np
 
+from verifier.gates.elementwise import l2
 from verifier.gates.trial_data import ReferenceOutputs
 
 MAX_RATIO = 256.0
@@ -90,12 +91,12 @@ def ratio_to_reference(c: np.ndarray, r: np.ndarray, correction: np.ndarray,
     finite = np.isfinite(r64) & np.isfinite(c64)
     if not finite.all():
         r64, c64, correction = r64[finite], c64[finite], correction[finite]
-    scale = float(np.linalg.norm(r64))
+    scale = l2(r64)
     if scale == 0.0:
         return 0.0, 0.0, 0.0
     c64 -= r64
-    err_c = float(np.linalg.norm(c64))
-    err_r = float(np.linalg.norm(correction.astype(np.float64)))  # ||r - r64|| = ||correction||
+    err_c = l2(c64)
+    err_r = l2(correction)  # ||r - r64|| = ||correction||
     return err_c / max(err_r, allowed_floor(eps, work) * scale), err_c / scale, err_r / scale
 
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from verifier.gates import elementwise
 from verifier.gates.correctness import Tolerance
 from verifier.monitor.correctness_phase import IntegrityProblem
 from verifier.seeds import derive_seed
@@ -35,13 +36,10 @@ def mismatch(cand: tuple, ref: tuple, tol: Tolerance, rng: np.random.Generator |
         if rng is not None and flat_r.size > SAMPLE:
             idx = rng.integers(0, flat_r.size, SAMPLE)
             flat_c, flat_r = flat_c[idx], flat_r[idx]
-        c64, r64 = flat_c.astype(np.float64), flat_r.astype(np.float64)
-        finite = np.isfinite(r64)
-        scale = max(1.0, float(np.abs(np.where(finite, r64, 0.0)).max(initial=0.0)))
-        bad = finite & ~(np.abs(c64 - r64) <= tol.atol * scale + tol.rtol * np.abs(r64))
-        if bad.any():
-            i = int(np.argmax(bad))
-            return f"output {k}: expected {r64[i]:.6g}, got {c64[i]:.6g}"
+        found = elementwise.compare(flat_c, flat_r, None, tol.atol, tol.rtol)
+        if found.bad_at is not None:
+            i = found.bad_at
+            return f"output {k}: expected {float(flat_r[i]):.6g}, got {float(flat_c[i]):.6g}"
     return ""
 
 
