@@ -79,7 +79,7 @@ def compare(c: np.ndarray, r: np.ndarray, mask: np.ndarray | None, atol: float, 
         if count and bad_at is None:
             bad_at = start + int(np.argmax(out))
         bad += count
-        max_err = max(max_err, float(np.nanmax(diff, initial=0.0)) if diff.size else 0.0)
+        max_err = max(max_err, float(np.nanmax(diff, initial=0.0)))
         delta = cm - rm
         err2 += float(np.einsum("i,i->", delta, delta))  # not np.dot: BLAS's threads wait on a loaded machine
         norm2 += float(np.einsum("i,i->", rm, rm))

@@ -8,8 +8,9 @@ dispatches, one FLOP per output element (an elementwise op or a reduction's comb
 copies and allocations count nothing). The second part is an analytic lower bound: a GELU costs
 more than one FLOP per element on any machine.
 
-One dispatch mode applies both (FlopCounterMode itself is not entered: its module tracker imports
-torch._dynamo on first use, 2 s on a quiet machine and 5-9 s under load, in every verification).
+One dispatch mode applies both. Any dispatch mode imports torch._dynamo on its first op (2 s on a
+quiet machine, 5-9 s under load), so the monitor asks for the count once per task and process
+(verifier.monitor.reference).
 """
 
 from __future__ import annotations
