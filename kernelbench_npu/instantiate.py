@@ -49,10 +49,16 @@ def torch_dtype(dtype: str):
 
 
 def seed_all(seed: int) -> None:
+    """Python's and torch's generators seeded. Without an accelerator only the CPU generator: the full
+    ``torch.manual_seed`` also queues lazy seeds for CUDA, MPS and XPU, each with a formatted stack
+    (1.4 ms a call, more than drawing a 2 MB input)."""
     import torch
 
     random.seed(seed)
-    torch.manual_seed(seed)
+    if torch.cuda.is_available():
+        torch.manual_seed(seed)
+    else:
+        torch.random.default_generator.manual_seed(seed)
 
 
 def cast(value, dtype: str):

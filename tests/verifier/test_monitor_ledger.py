@@ -113,3 +113,23 @@ def test_an_account_splits_the_turn_at_its_marks():
     got = account(0, *marks, stopping_ns=7)
     assert (got.window_cpu_ns, got.collect_cpu_ns, got.stolen_ns, got.waited_ns, got.collect_ns,
             got.stopping_ns) == (790, 50, (0, 10), 295, 1, 7)
+
+
+def test_a_thread_waiting_behind_its_own_siblings_is_not_preemption():
+    """Two CPUs, a 10 ms window: a side whose threads used both CPUs throughout waited only behind its own
+    threads (a third thread of a two-thread kernel); one that used 16 ms of the 20 left 4 ms to other work."""
+    ms = 1_000_000
+
+    def window(cpu_ms: float, side_wait_ms: float, monitor_wait_ms: float = 0.0):
+        before = Mark(0, (0, 0), 0, 0)
+        after_run = Mark(10 * ms, (int(cpu_ms * ms), 0), int((side_wait_ms + monitor_wait_ms) * ms),
+                         int(monitor_wait_ms * ms))
+        return account(0, before, after_run, Mark(11 * ms, (int(cpu_ms * ms), 0), after_run.wait_ns,
+                                                  after_run.monitor_wait_ns), cpus=2)
+
+    assert window(20, 4).preempted_ns == 0
+    assert window(16, 6).preempted_ns == 4 * ms
+    assert window(16, 2).preempted_ns == 2 * ms
+    assert window(20, 4, monitor_wait_ms=1).preempted_ns == 1 * ms  # the monitor's own waits always count
+    assert account(0, Mark(0, (0, 0), 0), Mark(10 * ms, (20 * ms, 0), 4 * ms), Mark(11 * ms, (20 * ms, 0), 4 * ms)
+                   ).preempted_ns == 4 * ms  # CPUs unknown: every wait counts

@@ -44,6 +44,9 @@ def hold(pid: int) -> int:
     return max(0, after - before) if before >= 0 and after >= 0 else 0
 
 
+SETTLE_S = 0.005  # the longest a continued process is given to go back to sleep before its window
+
+
 def release(pid: int) -> None:
     if pid <= 0:
         return
@@ -51,6 +54,24 @@ def release(pid: int) -> None:
         os.kill(pid, signal.SIGCONT)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def settle(pid: int, limit_s: float = SETTLE_S) -> None:
+    """After :func:`release`: until every thread of ``pid`` has gone back to sleep (or ``limit_s``). A
+    continue wakes every stopped thread, the idle ones too (a BLAS pool, an OpenMP worker past its spin),
+    and each needs a CPU for a few microseconds to wait again. A window started at once finds them
+    runnable behind its own compute threads: they wait for a CPU through the whole window, which reads
+    as a window preempted by other work (4-8 ms of a 7 ms ReLU window, a quiet machine), and take their
+    microseconds from inside it. A thread that keeps running (spinning) only costs the limit."""
+    deadline = time.monotonic() + limit_s
+    try:
+        waiting = set(os.listdir(f"/proc/{pid}/task"))
+    except OSError:
+        return
+    while waiting and time.monotonic() < deadline:
+        waiting = {tid for tid in waiting if _state(f"/proc/{pid}/task/{tid}/stat") in ("R", "T", "t")}
+        if waiting:
+            time.sleep(0.0001)
 
 
 @contextmanager

@@ -8,7 +8,9 @@ outside them: the one account of where CPU time went that a candidate cannot rew
   a system call outlives SIGSTOP until the call returns).
 - Time spent runnable but waiting for a CPU (the second field of ``/proc/<pid>/task/<tid>/schedstat``,
   summed over the process's threads) and involuntary context switches (``/proc/.../status``): a
-  window whose threads, or whose monitor, waited for a CPU was preempted by other work on the machine.
+  window whose monitor waited for a CPU, or whose threads waited while the side left a CPU unused,
+  was preempted by other work on the machine (a thread waiting while its siblings fill every CPU
+  waits behind its own process).
 
 Each reading is a few microseconds per thread, taken outside the timed window.
 """
@@ -61,7 +63,8 @@ class Mark:
 
     at_ns: int
     cpu_ns: tuple[int, ...]
-    wait_ns: int
+    wait_ns: int  # the side's threads' and the monitor's
+    monitor_wait_ns: int = 0  # the monitor's alone
 
 
 class Ledger:
@@ -69,11 +72,20 @@ class Ledger:
 
     def __init__(self, pids: Sequence[int]) -> None:
         self.pids = tuple(pids)
+        self.cpus = tuple(_cpus(pid) for pid in self.pids)  # the CPUs each side may run on
 
     def mark(self, turn: int) -> Mark:
         """Everything at once: CPU of every side, waits of side ``turn`` and of the monitor."""
+        own = own_thread_wait_ns()
         return Mark(time.perf_counter_ns(), tuple(process_cpu_ns(pid) for pid in self.pids),
-                    run_queue_wait_ns(self.pids[turn]) + own_thread_wait_ns())
+                    run_queue_wait_ns(self.pids[turn]) + own, own)
+
+
+def _cpus(pid: int) -> int:
+    try:
+        return len(os.sched_getaffinity(pid))
+    except OSError:
+        return os.cpu_count() or 1
 
 
 @dataclass(frozen=True)
@@ -87,6 +99,17 @@ class TurnAccount:
     collect_ns: int  # the monitor's clock around Collect (work left running after Ran makes it slow)
     stopping_ns: int = 0  # the side's CPU between the stop signal after its turn and its last thread stopped
     collect_waited_ns: int = 0  # run-queue wait of the side's threads and of the monitor during Collect
+    monitor_waited_ns: int = 0  # the monitor's own share of ``waited_ns``
+    room_ns: int = -1  # CPU the side left unused in its window (its CPUs times the window, less its own CPU); -1: unknown
+
+    @property
+    def preempted_ns(self) -> int:
+        """How much of the window other work on the machine took: the monitor's waits, and its threads'
+        waits up to the CPU the side did not use itself. A thread that waits while the side's own
+        threads fill every CPU (a third thread of a two-thread kernel, one left spinning) waited behind
+        its own process: that is the kernel's time, not the machine's."""
+        side = self.waited_ns - self.monitor_waited_ns
+        return self.monitor_waited_ns + (side if self.room_ns < 0 else min(side, self.room_ns))
 
     @property
     def collect_unexplained_ns(self) -> int:
@@ -95,13 +118,18 @@ class TurnAccount:
         return max(0, self.collect_ns - self.collect_waited_ns)
 
 
-def account(turn: int, before_run: Mark, after_run: Mark, after_collect: Mark, stopping_ns: int = 0) -> TurnAccount:
+def account(turn: int, before_run: Mark, after_run: Mark, after_collect: Mark, stopping_ns: int = 0,
+            cpus: int = 0) -> TurnAccount:
+    """``cpus``: the CPUs the side may use (0: unknown, every wait of its threads counts as preemption)."""
     own = lambda a, b: max(0, b.cpu_ns[turn] - a.cpu_ns[turn])  # noqa: E731
     stolen = tuple(0 if i == turn or before_run.cpu_ns[i] < 0 or after_collect.cpu_ns[i] < 0
                    else max(0, after_collect.cpu_ns[i] - before_run.cpu_ns[i]) for i in range(len(before_run.cpu_ns)))
-    return TurnAccount(own(before_run, after_run), own(after_run, after_collect), stolen,
+    window_cpu = own(before_run, after_run)
+    room = max(0, cpus * (after_run.at_ns - before_run.at_ns) - window_cpu) if cpus else -1
+    return TurnAccount(window_cpu, own(after_run, after_collect), stolen,
                        max(0, after_run.wait_ns - before_run.wait_ns), after_collect.at_ns - after_run.at_ns,
-                       stopping_ns, max(0, after_collect.wait_ns - after_run.wait_ns))
+                       stopping_ns, max(0, after_collect.wait_ns - after_run.wait_ns),
+                       max(0, after_run.monitor_wait_ns - before_run.monitor_wait_ns), room)
 
 
 def can_read(pid: int) -> bool:

@@ -12,7 +12,7 @@ or answers garbage raises :class:`PeerFailure` with one line saying which, never
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from contextlib import nullcontext
 from typing import Callable, ContextManager
 
@@ -47,6 +47,11 @@ class Answer:
     native_calls: int
     note: str = ""
     marks: tuple = ()  # the ledger's readings before Run, after Run, after Collect
+    calls: int = 0  # calls in the window (``outputs`` may be dropped once they were checked)
+
+    def settled(self) -> "Answer":
+        """The answer without its outputs (checked; borrowed views of an arena must not outlive the round)."""
+        return replace(self, outputs=(), dtypes=())
 
 
 def receive(process: Sandboxed, deadline: float, expect: tuple[type, ...], during: str, max_bytes: int = MAX_ANSWER):
@@ -89,10 +94,13 @@ def stage(process: Sandboxed, sets: list[list], deadline: float, during: str) ->
 
 
 def run(process: Sandboxed, arena: Arena, calls: int, out_start: int, deadline: float, during: str,
-        mark: Callable[[], object] | None = None, clock: Callable[[], ContextManager] = nullcontext) -> Answer:
+        mark: Callable[[], object] | None = None, clock: Callable[[], ContextManager] = nullcontext,
+        borrow: bool = False) -> Answer:
     """One timed window on the staged sets; the outputs, collected and copied. ``mark``: a reading taken
     right before and after the timed Run and after Collect; ``clock``: entered around all of it (the
-    monitor's thread first in line for a CPU meanwhile, so its clock and its readings are not late)."""
+    monitor's thread first in line for a CPU meanwhile, so its clock and its readings are not late).
+    ``borrow``: the outputs are views of the arena, not copies (the caller stops the peer before it reads
+    them, and drops them before the peer runs again: verifier.monitor.rounds)."""
     with clock():  # the monitor's thread first in line for a CPU from the first reading to the last: a
         # reading taken at normal priority waits behind the side's threads (nice -20, spinning after forward)
         marks = [mark()] if mark else []
@@ -104,8 +112,9 @@ def run(process: Sandboxed, arena: Arena, calls: int, out_start: int, deadline: 
             raise _failed(ran)
         collected = _expect(process, msg.Collect(out_start), deadline, msg.Collected, during)
         marks += [mark()] if mark else []
-    outputs, dtypes = read_outputs(arena, collected.outputs, out_start, calls, during)
-    return Answer(outputs, dtypes, ns, max(0, int(collected.native_calls)), collected.note[:2000], tuple(marks))
+    outputs, dtypes = read_outputs(arena, collected.outputs, out_start, calls, during, borrow)
+    return Answer(outputs, dtypes, ns, max(0, int(collected.native_calls)), collected.note[:2000], tuple(marks),
+                  calls)
 
 
 def _ask(process: Sandboxed, request, deadline: float, answer: type, during: str):
@@ -120,10 +129,10 @@ def _expect(process: Sandboxed, request, deadline: float, answer: type, during: 
     return got
 
 
-def read_outputs(arena: Arena, spec: list, out_start: int, calls: int,
-                 during: str) -> tuple[tuple[tuple[np.ndarray, ...], ...], tuple[tuple[str, ...], ...]]:
+def read_outputs(arena: Arena, spec: list, out_start: int, calls: int, during: str,
+                 borrow: bool = False) -> tuple[tuple[tuple[np.ndarray, ...], ...], tuple[tuple[str, ...], ...]]:
     """The outputs a peer reports for each call of a window, validated (inside the output region, none
-    overlapping another) and copied."""
+    overlapping another) and copied (``borrow``: read-only views, bfloat16 still widened into a copy)."""
     try:
         if not isinstance(spec, list) or len(spec) != calls or not all(isinstance(s, list) for s in spec):
             raise ArenaError(f"outputs must be one list per call ({calls})")
@@ -134,7 +143,8 @@ def read_outputs(arena: Arena, spec: list, out_start: int, calls: int,
         ends = sorted((lay.offset, lay.offset + lay.span()) for lay in flat)
         if any(lay.offset < out_start for lay in flat) or any(a[1] > b[0] for a, b in zip(ends, ends[1:])):
             raise ArenaError("output layouts overlap or leave the output region")
-        return (tuple(tuple(arena.read(lay) for lay in lays) for lays in per_call),
+        read = arena.borrow if borrow else arena.read
+        return (tuple(tuple(read(lay) for lay in lays) for lays in per_call),
                 tuple(tuple(lay.dtype for lay in lays) for lays in per_call))
     except (ArenaError, ValueError, TypeError) as exc:
         raise PeerFailure("malformed", f"the sandbox process reported its outputs out of protocol during "

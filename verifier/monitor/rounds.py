@@ -10,8 +10,9 @@ them before its clock starts), continues it, runs one timed window (verifier.mon
 then Collect) and stops it again. Around each window the ledger (verifier.monitor.ledger) reads every
 side's CPU clock and the run-queue waits; the stop after it says how much CPU the side went on using.
 
-What makes a round not count (:func:`disturbance`): a side's timed window during which its threads or
-the monitor's waited for a CPU (other work on the machine preempted it), or a side that used CPU while
+What makes a round not count (:func:`disturbance`): a side's timed window during which the monitor
+waited for a CPU, or its threads did while the side left a CPU unused (other work on the machine
+preempted it: verifier.monitor.ledger), or a side that used CPU while
 stopped, or after being told to stop (work in a system call outlives SIGSTOP). Such a round is played
 again on fresh inputs (verifier.monitor.timing decides how often, and what repeated stealing means).
 """
@@ -20,10 +21,12 @@ from __future__ import annotations
 
 import time
 from contextlib import nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable
 
-from verifier.monitor.freeze import hold, release
+import numpy as np
+
+from verifier.monitor.freeze import hold, release, settle
 from verifier.monitor.ledger import Ledger, TurnAccount, account
 from verifier.monitor.peers import Answer, PeerFailure, run, stage
 from verifier.monitor.priority import Boost
@@ -75,7 +78,7 @@ class Turn:
 
     @property
     def ms_per_call(self) -> float:
-        return self.answer.ns / max(1, len(self.answer.outputs)) / 1e6
+        return self.answer.ns / max(1, self.answer.calls) / 1e6
 
 
 class Rounds:
@@ -83,6 +86,7 @@ class Rounds:
         self.sides, self.drawer, self.layout, self.boost, self.machine_s = sides, drawer, layout, boost, machine_s
         self.ledger = Ledger([side.pid() for side in sides])
         self.staged: dict[int, list[list]] = {}  # per side, the layout its views were staged for
+        self.inputs, self.inputs_bytes = np.empty(0, np.uint8), 0  # the round's input sets, as drawn
 
     def hold_all(self) -> None:
         for side in self.sides:
@@ -93,14 +97,23 @@ class Rounds:
             release(side.pid())
 
     def play(self, items: list[tuple[int, bool]], order: list[int], device: bool = False,
-             observe: bool = False) -> list[Turn]:
+             observe: bool = False, check: Callable[[list[Turn]], None] = lambda turns: None) -> list[Turn]:
         """One round on the input sets ``items`` (``(index, timing)`` as Draw takes them), the sides in
         ``order``; every side is stopped before and after. ``observe``: every candidate's window is
-        sampled from outside (verifier.monitor.outside), so the round's times are not counted."""
-        specs, data = self.draw(items)
-        return [self.turn(i, specs, data, device, observe) for i in order]
+        sampled from outside (verifier.monitor.outside), so the round's times are not counted. ``check``
+        sees the turns with their outputs (views of the arenas, read while every side is stopped); the
+        turns returned have none."""
+        specs = self.draw(items)
+        turns = [self.turn(i, specs, device, observe) for i in order]
+        try:
+            check(turns)
+        finally:
+            turns = [replace(t, answer=t.answer.settled()) for t in turns]
+        return turns
 
-    def draw(self, items: list[tuple[int, bool]]) -> tuple[list[list], bytes]:
+    def draw(self, items: list[tuple[int, bool]]) -> list[list]:
+        """The round's input sets drawn into the drawer's arena and copied into the monitor's own buffer
+        (one copy, kept for the round: every side's turn starts from it)."""
         stride, pid = self.layout.in_stride, self.drawer.process.pid()
         release(pid)
         try:
@@ -113,9 +126,14 @@ class Rounds:
             if ends and max(ends) > (k + 1) * stride:
                 raise ReferenceFailed(f"input set {k} ({max(ends) - k * stride} bytes) is larger than the "
                                       f"{stride} bytes the task's trials needed")
-        return specs, bytes(self.drawer.arena.map[:len(items) * stride])
+        size = len(items) * stride
+        if self.inputs.size < size:
+            self.inputs = np.empty(size, np.uint8)
+        self.inputs_bytes = size
+        np.copyto(self.inputs[:size], np.frombuffer(self.drawer.arena.map, np.uint8, size))
+        return specs
 
-    def turn(self, i: int, specs: list[list], data: bytes, device: bool, observe: bool = False) -> Turn:
+    def turn(self, i: int, specs: list[list], device: bool, observe: bool = False) -> Turn:
         """Side ``i``'s window on the round's inputs. On the CPU the inputs are written while the side is
         stopped and it is continued only to run: no moment to look at them before its clock starts (its
         views of the arena are staged once per layout). A device copies them in Stage, before each window."""
@@ -128,11 +146,13 @@ class Rounds:
                 release(pid)
                 self._stage(side, specs, deadline, during)
                 hold(pid)
-            side.arena.map[:len(data)] = data
+            size = self.inputs_bytes
+            np.copyto(np.frombuffer(side.arena.map, np.uint8, size), self.inputs[:size])
             with outside.watching() if outside is not None else nullcontext() as watched:
                 release(pid)
                 if device:
                     self._stage(side, specs, deadline, during)
+                settle(pid)
                 began = time.monotonic_ns()
                 answer = self._run(side, len(specs), deadline, during, lambda: self.ledger.mark(i))
                 stopping = hold(pid)
@@ -143,7 +163,7 @@ class Rounds:
         side.after(answer, began)
         seen = outside.after_call(watched.samples, f"{during}, a window of {len(specs)} calls", timed=True) \
             if outside else None
-        return Turn(i, answer, account(i, *answer.marks, stopping), seen)
+        return Turn(i, answer, account(i, *answer.marks, stopping, self.ledger.cpus[i]), seen)
 
     def _stage(self, side: Side, specs: list[list], deadline: float, during: str) -> None:
         try:
@@ -154,7 +174,8 @@ class Rounds:
 
     def _run(self, side: Side, calls: int, deadline: float, during: str, mark) -> Answer:
         try:
-            return run(side.process, side.arena, calls, self.layout.out_start, deadline, during, mark, self.boost.clock)
+            return run(side.process, side.arena, calls, self.layout.out_start, deadline, during, mark, self.boost.clock,
+                       borrow=True)
         except PeerFailure as failure:
             raise _machine(side, failure) if side.trusted else failure from None
 
@@ -178,7 +199,7 @@ def disturbance(turns: list[Turn], sides: list[Side]) -> tuple[str, str]:
                         f"{sides[turn.side].name}'s turn", kind)
     for turn in turns:
         limit = max(PREEMPTED_FLOOR_NS, PREEMPTED_SHARE * turn.answer.ns)
-        if turn.account.waited_ns > limit:
-            return (f"{sides[turn.side].name}'s window waited {turn.account.waited_ns / 1e6:.2f} ms for a CPU "
-                    f"({turn.answer.ns / 1e6:.2f} ms window)", "machine")
+        if turn.account.preempted_ns > limit:
+            return (f"{sides[turn.side].name}'s window waited {turn.account.preempted_ns / 1e6:.2f} ms for a CPU "
+                    f"other work held ({turn.answer.ns / 1e6:.2f} ms window)", "machine")
     return "", ""

@@ -5,8 +5,9 @@ candidate's runner, the reference worker) runs a window of ``calls_per_window`` 
 distinct fresh input sets the monitor staged beforehand, and the monitor's clock brackets only the
 command that runs them (verifier.monitor.peers.window). Fixed costs (two pipe messages and a process
 wake-up, ~0.1-0.2 ms) are spread over a window of at least ``window_ms``; copying outputs out and
-checking them happen after the clock stops. The window's size comes from a calibration round: the
-faster side's per-call time sets how many calls fill ``window_ms`` (bounded by memory). Device
+checking them happen after the clock stops. The window's size comes from two calibration rounds of
+one call each: the fastest call sets how many calls fill ``window_ms`` (bounded by memory; the first
+call of a layout alone is cold and read 4x the steady ReLU call, which sized windows at a quarter). Device
 backends time one call per window, their cache flushed before it.
 
 Rounds (verifier.monitor.rounds): the same inputs for every side, sides in a seeded order, each timed
@@ -15,7 +16,7 @@ the machine preempted, or during which a stopped side used CPU, is played again 
 most ``retimes`` times in all); a candidate whose process uses CPU while stopped in two rounds is
 refused. Too few undisturbed rounds: the figure is reported but not trusted (the machine's outcome).
 
-Observed rounds: the calibration round, the warm-up rounds and ``OBSERVED_ROUNDS`` more placed among
+Observed rounds: the calibration rounds, the warm-up rounds and ``OBSERVED_ROUNDS`` more placed among
 the measured ones from the secret seed are played with every candidate's window sampled from outside
 (verifier.monitor.outside: where its CPU time went, torch's compute or its own code); their times are
 never counted (sampling slows a call). Nothing tells the candidate which windows these are.
@@ -53,6 +54,7 @@ from verifier.result import GateResult, LatencyResult
 from verifier.roofline import MachinePeaks, Workload
 from verifier.seeds import derive_seed
 
+CALIBRATION_ROUNDS = 2  # one-call rounds before the windows are sized (the fastest call sizes them)
 OBSERVED_ROUNDS = 3  # rounds played with every candidate's window sampled from outside, never counted
 STEAL_LIMIT = 2  # rounds in which the candidate's process used CPU while stopped, before it is refused
 LATE_WORK_NS = 1_000_000
@@ -99,30 +101,36 @@ def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan
         first.hold_all()
         try:
             counter = _Counter()
-            calibration = first.play([(counter.next(), True)], list(range(len(sides))), device, observe=True)
-            check_round(calibration, sides, tol, None, -1, np.random.default_rng(derive_seed(seed, "warm")))
-            _observed(calibration)
-            calls = 1 if device else window_size.calls_per_window(calibration, timing.window_ms, timing.max_calls,
-                                                                  drawer)
-            layout = window_size.resize(sides, calls, drawer, owned)
+            warm = np.random.default_rng(derive_seed(seed, "warm"))
+            calibration = []
+            for _ in range(CALIBRATION_ROUNDS):  # the first call of a layout is cold (fresh pages, caches)
+                turns = first.play([(counter.next(), True)], list(range(len(sides))), device, observe=True,
+                                   check=lambda turns: check_round(turns, sides, tol, None, -1, warm))
+                _observed(turns)
+                calibration += turns
+            most = 1 if device else window_size.room(timing.max_calls, drawer)
+            calls = window_size.calls_per_window(calibration, timing.window_ms, most)
+            layout = window_size.resize(sides, calls, most, drawer, owned)
             rounds = Rounds(sides, drawer, layout, boost, machine_s)
-            counted, disturbed, reasons = _play(rounds, sides, drawer, plan, timing, tol, seed, counter, device)
+            counted, disturbed, reasons = _play(rounds, sides, drawer, plan, timing, tol, seed, counter, device, most)
         finally:
             first.release_all()
         priority = "raised" if boost.granted else boost.reason
     _late_work(counted or disturbed, sides)
-    return _measurement(counted, disturbed, sides, calls, reasons, priority, timing)
+    return _measurement(counted, disturbed, sides, rounds.layout.calls, reasons, priority, timing)
 
 
 def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan, tol: Tolerance,
-          seed: int, counter: "_Counter", device: bool) -> tuple[list[list[Turn]], list[list[Turn]], list[str]]:
-    checks = CheckPlan.draw(plan, timing.rounds, rounds.layout.calls, seed, drawer)
+          seed: int, counter: "_Counter", device: bool, most: int) -> tuple[list[list[Turn]], list[list[Turn]], list[str]]:
     order = random.Random(derive_seed(seed, "order"))
     sample = np.random.default_rng(derive_seed(seed, "sample"))
     observe = set(random.Random(derive_seed(seed, "observe")).sample(range(timing.rounds),
                                                                      min(OBSERVED_ROUNDS, timing.rounds)))
-    for _ in range(timing.warmup_rounds):
-        _observed_round(rounds, sides, counter, order, tol, sample, device)
+    warm = [turn for _ in range(timing.warmup_rounds)
+            for turn in _observed_round(rounds, sides, counter, order, tol, sample, device)]
+    if warm:
+        rounds.layout = window_size.regrow(rounds.layout, warm, timing.window_ms, most)
+    checks = CheckPlan.draw(plan, timing.rounds, rounds.layout.calls, seed, drawer)
     counted: list[list[Turn]] = []
     disturbed: list[list[Turn]] = []
     reasons: list[str] = []
@@ -132,8 +140,8 @@ def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timi
         if r in observe:  # before measured round r (its first play only), a round observed from outside
             observe.discard(r)
             _observed_round(rounds, sides, counter, order, tol, sample, device)
-        turns = rounds.play(checks.items(r, counter.take(rounds.layout.calls)), _order(order, len(sides)), device)
-        check_round(turns, sides, tol, checks, r, sample)
+        turns = rounds.play(checks.items(r, counter.take(rounds.layout.calls)), _order(order, len(sides)), device,
+                            check=lambda turns: check_round(turns, sides, tol, checks, r, sample))
         why, kind = disturbance(turns, sides)
         if kind == "steal":
             steals += 1
@@ -149,13 +157,14 @@ def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timi
 
 
 def _observed_round(rounds: Rounds, sides: list[Side], counter: "_Counter", order: random.Random, tol: Tolerance,
-                    sample: np.random.Generator, device: bool) -> None:
+                    sample: np.random.Generator, device: bool) -> list[Turn]:
     """A round like any other, every candidate's window sampled from outside (its times not counted: the
     sampling slows it): the candidate cannot tell it from a measured one, so torch's compute reached in
     timed windows alone is seen in these. Warm-up rounds are played this way."""
-    turns = rounds.play(_items(counter, rounds.layout.calls), _order(order, len(sides)), device, observe=True)
-    check_round(turns, sides, tol, None, -1, sample)
+    turns = rounds.play(_items(counter, rounds.layout.calls), _order(order, len(sides)), device, observe=True,
+                        check=lambda turns: check_round(turns, sides, tol, None, -1, sample))
     _observed(turns)
+    return turns
 
 
 def _observed(turns: list[Turn]) -> None:

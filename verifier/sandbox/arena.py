@@ -136,6 +136,15 @@ class Arena:
         strides = tuple(s * dtype.itemsize for s in layout.stride)
         return np.lib.stride_tricks.as_strided(base[layout.offset:].view(dtype), layout.shape, strides)
 
+    def borrow(self, layout: TensorLayout) -> np.ndarray:
+        """A read-only view of ``layout`` (bfloat16 widened to float32, a copy): valid while the peer is
+        stopped and the arena mapped; the caller drops it before either changes."""
+        if layout.dtype == "bfloat16":
+            return self.read(layout)
+        view = self.view(layout)
+        view.flags.writeable = False
+        return view
+
     def read(self, layout: TensorLayout) -> np.ndarray:
         """A private, contiguous copy of ``layout`` (bfloat16 widened to float32)."""
         raw = np.array(self.view(layout), copy=True, order="C")

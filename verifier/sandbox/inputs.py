@@ -7,9 +7,10 @@ distributions come from :mod:`kernelbench_npu.distributions` (the task lint uses
 The plan: ``correctness_trials`` trials cycling through DISTRIBUTIONS, one in-place perturbation
 probe of trial 0 (same storage, new values: output replay must fail), POST_TIMING_TRIALS
 trials the child computes only after timing (outputs re-checked after the timed loop), and two
-audit trials the monitor plants at secret positions among the timed calls: fresh normal inputs, then
-a near-duplicate of them (a few elements changed, so a cache keyed on sampled values returns a stale
-output). Reference-worker side only (imports torch).
+audit trials the monitor plants at secret positions among the timed calls: fresh inputs drawn like
+every timed call's (the task's own distribution), then a near-duplicate of them (a few elements take
+other elements' values, so the input stays in the task's distribution and a cache keyed on sampled
+values returns a stale output). Reference-worker side only (imports torch).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import torch
 
 from kernelbench_npu import instantiate
 from kernelbench_npu.distributions import DISTRIBUTIONS, redraw
-from verifier.sandbox.inputs_plan import POST_TIMING_TRIALS, Trial, plan  # noqa: F401 - re-exported
+from verifier.sandbox.inputs_plan import POST_TIMING_TRIALS, TIMED, Trial, plan  # noqa: F401 - re-exported
 from verifier.seeds import derive_seed
 
 PERTURB_FRACTION = 0.05
@@ -76,6 +77,23 @@ def perturb_in_place(inputs: list, seed: int, fraction: float = PERTURB_FRACTION
             return
 
 
+def shuffle_some(inputs: list, seed: int, fraction: float, tag: str) -> None:
+    """``fraction`` (at least one) of the first float input's elements take the values of other elements
+    of it, in place: the input changes where those differ and stays in its distribution (an audited call
+    looks like any timed call)."""
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1:
+            flat = x.view(-1)
+            gen = torch.Generator().manual_seed(derive_seed(seed, tag))
+            count = max(1, int(flat.numel() * fraction))
+            # each position once: a position drawn twice would take one of two values, whichever thread of a
+            # parallel index_put wrote last, and the audit's own reference output would not be reproducible
+            at = torch.unique(torch.randint(flat.numel(), (count,), generator=gen))
+            shift = torch.randint(1, flat.numel(), (at.numel(),), generator=gen)
+            flat[at] = flat[(at + shift) % flat.numel()].clone()
+            return
+
+
 def inputs_for(problem: Problem, seed: int, trial: Trial) -> list:
     """The inputs of any trial, perturbation probe included (its base is trial 0)."""
     if trial.kind == "perturb":
@@ -83,8 +101,8 @@ def inputs_for(problem: Problem, seed: int, trial: Trial) -> list:
         perturb_in_place(inputs, seed)
         return inputs
     if trial.distribution == "near-duplicate":
-        inputs = make_inputs(problem, seed, Trial(trial.index - 1, trial.kind, "normal"))
-        perturb_in_place(inputs, seed, NEAR_DUPLICATE_FRACTION, "near-duplicate")
+        inputs = make_inputs(problem, seed, Trial(trial.index - 1, trial.kind, TIMED))
+        shuffle_some(inputs, seed, NEAR_DUPLICATE_FRACTION, "near-duplicate")
         return inputs
     return make_inputs(problem, seed, trial)
 

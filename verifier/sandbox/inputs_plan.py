@@ -3,8 +3,10 @@
 ``correctness_trials`` trials cycling through the input distributions, one in-place perturbation
 probe of trial 0 (same storage, new values: a replayed output fails), POST_TIMING_TRIALS trials run
 only after timing (outputs re-checked after the timed loop), and two audit trials the monitor plants
-at secret positions among the timed pairs: fresh normal inputs, then a near-duplicate of them (a few
-elements changed, so a cache keyed on sampled values returns a stale output).
+at secret positions among the timed calls: fresh inputs drawn as the timed calls' are (the task's own
+``get_inputs()`` under a fresh seed: nothing tells an audited call from a timed one), then a
+near-duplicate of them (a few elements changed, so a cache keyed on sampled values returns a stale
+output).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from kernelbench_npu.distributions import DISTRIBUTIONS
 
 POST_TIMING_TRIALS = 2
+TIMED = "task"  # the timed calls' inputs: the task's own get_inputs() (as a user times the kernel), fresh per call
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,6 @@ def plan(correctness_trials: int) -> list[Trial]:
     trials.append(Trial(len(trials), "perturb", DISTRIBUTIONS[0]))
     for _ in range(POST_TIMING_TRIALS):
         trials.append(Trial(len(trials), "post", "normal"))
-    trials.append(Trial(len(trials), "audit", "normal"))
+    trials.append(Trial(len(trials), "audit", TIMED))
     trials.append(Trial(len(trials), "audit", "near-duplicate"))  # of the audit trial before it
     return trials

@@ -151,7 +151,7 @@ class Worker:
     def draw(self, index: int, timing: bool) -> list:
         if not timing:
             return self.inp.inputs_for(self.problem, self.cfg.input_seed, self.plan[index])
-        trial = self.inp.Trial(index, "check", "normal")
+        trial = self.inp.Trial(index, "check", self.inp.TIMED)
         return self.inp.make_inputs(self.problem, derive_seed(self.cfg.input_seed, "timing"), trial)
 
 
