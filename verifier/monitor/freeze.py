@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 from verifier.monitor.ledger import process_cpu_ns
@@ -63,15 +63,7 @@ def settle(pid: int, limit_s: float = SETTLE_S) -> None:
     runnable behind its own compute threads: they wait for a CPU through the whole window, which reads
     as a window preempted by other work (4-8 ms of a 7 ms ReLU window, a quiet machine), and take their
     microseconds from inside it. A thread that keeps running (spinning) only costs the limit."""
-    deadline = time.monotonic() + limit_s
-    try:
-        waiting = set(os.listdir(f"/proc/{pid}/task"))
-    except OSError:
-        return
-    while waiting and time.monotonic() < deadline:
-        waiting = {tid for tid in waiting if _state(f"/proc/{pid}/task/{tid}/stat") in ("R", "T", "t")}
-        if waiting:
-            time.sleep(0.0001)
+    _wait_while(pid, lambda state: state in ("R", "T", "t"), limit_s, 0.0001)
 
 
 @contextmanager
@@ -89,15 +81,21 @@ def _wait_until_stopped(pid: int, limit_s: float = 2.0) -> None:
     happen outside timed windows, so waiting costs no figure; on a loaded machine a thread may need a
     while to be scheduled and stop itself. A thread still running when the limit passes is inside a
     system call that ignores the stop: the ledger sees the CPU it goes on using."""
+    _wait_while(pid, lambda state: state not in ("T", "t", ""), limit_s, 0.0002)
+
+
+def _wait_while(pid: int, waiting_in: Callable[[str], bool], limit_s: float, poll_s: float) -> None:
+    """Until no thread of ``pid`` is in a state ``waiting_in`` accepts (a gone thread reads ""), or
+    ``limit_s`` passed."""
     deadline = time.monotonic() + limit_s
     try:
         waiting = set(os.listdir(f"/proc/{pid}/task"))
     except OSError:
         return
     while waiting and time.monotonic() < deadline:
-        waiting = {tid for tid in waiting if _state(f"/proc/{pid}/task/{tid}/stat") not in ("T", "t", "")}
+        waiting = {tid for tid in waiting if waiting_in(_state(f"/proc/{pid}/task/{tid}/stat"))}
         if waiting:
-            time.sleep(0.0002)
+            time.sleep(poll_s)
 
 
 def _state(stat_path: str) -> str:
