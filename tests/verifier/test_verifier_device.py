@@ -38,10 +38,11 @@ def test_every_call_is_staged_run_and_collected_through_the_backend_hooks(tmp_pa
     forwards = [e for e in log if e.startswith("forward ")]
     assert forwards and all(e.split(" | ")[0].split()[1:] + e.split(" | ")[1].split() == ["cpu"] * 3 for e in forwards)
     checks = 5 + 1 + 1  # the correctness trials, the repeat of trial 0, the perturbation probe
-    from verifier.monitor.timing import OBSERVED_ROUNDS
+    from verifier.monitor.timing import CALIBRATION_ROUNDS, OBSERVED_ROUNDS
 
-    # the calibration round, warm-up, the rounds, and the rounds observed from outside among them
-    timed = 1 + settings.warmup_rounds + settings.latency_rounds + min(OBSERVED_ROUNDS, settings.latency_rounds)
+    # the calibration rounds, warm-up, the rounds, and the rounds observed from outside among them
+    timed = (CALIBRATION_ROUNDS + settings.warmup_rounds + settings.latency_rounds
+             + min(OBSERVED_ROUNDS, settings.latency_rounds))
     assert len(forwards) == checks + timed + 2  # one call per window on a device; then two post-timing trials
     inputs = [e.split(" | ")[2] for e in forwards]
     for k in range(checks, checks + timed):  # every timed window's inputs are new to the candidate
