@@ -137,8 +137,11 @@ def create_lake(location: Location, backend: str, q_init: float, data_path: str 
 
 def _new_wal_catalog(path: Path) -> None:
     """An empty SQLite catalog in WAL mode: readers then never block the writer (one machine)."""
-    with sqlite3.connect(path) as db:
+    db = sqlite3.connect(path)  # closed before DuckDB opens the file: two SQLite copies must never share it
+    try:
         db.execute("PRAGMA journal_mode=WAL")
+    finally:
+        db.close()
 
 
 def table_options() -> dict[tuple[str, str], str]:

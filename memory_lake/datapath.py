@@ -20,7 +20,6 @@ Lakes made before recorded an absolute path. :func:`resolve` migrates one when t
 from __future__ import annotations
 
 import os
-import sqlite3
 from pathlib import Path
 
 import duckdb
@@ -33,28 +32,29 @@ RELATIVE = DATA_DIR + "/"  # what a directory lake records
 
 
 def recorded(catalog_file: Path) -> str | None:
-    """The data path a SQLite catalog records (None: no DuckLake in it yet)."""
+    """The data path a SQLite catalog records (None: no DuckLake in it yet). Read through DuckDB's SQLite,
+    never Python's: a second copy of SQLite in a process where DuckDB has the catalog open resets the
+    WAL index under DuckDB's mapping (SIGBUS; see memory_lake.readstate)."""
+    con = engine.new_connection(("sqlite",))
     try:
-        db = sqlite3.connect(f"{catalog_file.resolve().as_uri()}?mode=ro", uri=True, timeout=30.0)
-    except sqlite3.Error:
-        return None
-    try:
-        row = db.execute("SELECT value FROM ducklake_metadata WHERE key = 'data_path'").fetchone()
-    except sqlite3.Error:  # no ducklake_metadata table: not initialised
+        con.execute(f"ATTACH {engine.literal(str(catalog_file))} AS recorded_catalog (TYPE sqlite, READ_ONLY)")
+        row = con.execute("SELECT value FROM recorded_catalog.ducklake_metadata WHERE key = 'data_path'").fetchone()
+    except duckdb.Error:  # not a SQLite file, or no ducklake_metadata table: not initialised
         return None
     finally:
-        db.close()
+        con.close()
     return str(row[0]) if row and row[0] is not None else None
 
 
 def record_relative(catalog_file: Path) -> None:
-    """Record ``data/`` as the data path of a directory lake's catalog (idempotent)."""
-    db = sqlite3.connect(catalog_file, timeout=60.0)
+    """Record ``data/`` as the data path of a directory lake's catalog (idempotent), through DuckDB's
+    SQLite as :func:`recorded` reads it."""
+    con = engine.new_connection(("sqlite",))
     try:
-        with db:
-            db.execute("UPDATE ducklake_metadata SET value = ? WHERE key = 'data_path'", (RELATIVE,))
+        con.execute(f"ATTACH {engine.literal(str(catalog_file))} AS recorded_catalog (TYPE sqlite)")
+        con.execute("UPDATE recorded_catalog.ducklake_metadata SET value = ? WHERE key = 'data_path'", [RELATIVE])
     finally:
-        db.close()
+        con.close()
 
 
 def own_data_path(location: Location) -> str:

@@ -8,15 +8,19 @@ belong to one snapshot (an items batch and its postings appear together).
 
 That query runs on every retrieval. Through DuckDB's attached SQLite catalog it costs ~6.7 ms
 (the scanner's per-query set-up; measured at 1M items), and through its PostgreSQL scanner ~3.8 ms
-on loopback. So the feed reads the catalog directly: a SQLite catalog with Python's sqlite3 (~1 ms,
-see SqliteChanges), a PostgreSQL catalog with psycopg on its own autocommit connection (libpq, the
-lake's own conninfo; ~0.3 ms). The file lists themselves still come through DuckDB.
+on loopback. A PostgreSQL catalog's feed is read directly, with psycopg on its own autocommit
+connection (libpq, the lake's own conninfo; ~0.3 ms). A SQLite catalog's goes through DuckDB: read
+with Python's sqlite3 (~1 ms), a second copy of SQLite in the process opened the catalog DuckDB's
+copy has open, and two copies do not see each other's locks (POSIX locks are per process): opening
+the WAL index (``catalog.sqlite-shm``), a copy that finds it unlocked resets it by truncating it, under
+the other copy's mapping, whose next access is a SIGBUS (SQLite's documented hazard of two copies in
+one process). A demo campaign here died of SIGBUS once in three runs, with nothing else mapped that
+could shrink. The file lists themselves come through DuckDB.
 """
 
 from __future__ import annotations
 
 import re
-import sqlite3
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,10 +63,8 @@ class FileState:
         self.files = Files()
         self._table_ids: dict[str, str] | None = None
         self.values_changed = True  # whether value_updates changed since the last refresh
-        self._feed: SqliteChanges | PostgresChanges | None = None
-        if location is not None and location.sqlite_catalog is not None:
-            self._feed = SqliteChanges(location.sqlite_catalog)
-        elif location is not None and location.kind == "postgres":
+        self._feed: PostgresChanges | None = None
+        if location is not None and location.kind == "postgres":
             self._feed = PostgresChanges(location.catalog[len("ducklake:postgres:"):])
 
     def changes_since(self, con: duckdb.DuckDBPyConnection, snapshot: int) -> list[tuple[str, int]]:
@@ -108,23 +110,6 @@ def list_files(con: duckdb.DuckDBPyConnection) -> Files:
     finally:
         con.execute("COMMIT")
     return Files(snapshot, tables, covered)
-
-
-class SqliteChanges:
-    """``ducklake_snapshot_changes`` of a SQLite catalog, read with Python's sqlite3 on a fresh
-    read-only connection per call (~1 ms). A connection kept open saw no commits made through
-    DuckDB's SQLite extension after its first read (tested: compaction's snapshots stayed
-    invisible to it), while a new one reads the current state; WAL: it never blocks a writer."""
-
-    def __init__(self, catalog: Path) -> None:
-        self._uri = f"{catalog.resolve().as_uri()}?mode=ro"
-
-    def since(self, snapshot: int) -> list[tuple[str, int]]:
-        db = sqlite3.connect(self._uri, uri=True, isolation_level=None, timeout=5.0)
-        try:
-            return db.execute(sql("snapshot_changes").replace("{metadata}", "main"), {"snapshot": snapshot}).fetchall()
-        finally:
-            db.close()
 
 
 class PostgresChanges:

@@ -1,5 +1,5 @@
-"""Retrieval's view of new snapshots (readstate.py): read straight from the catalog (sqlite3 for a
-SQLite catalog, psycopg for PostgreSQL), it must see every commit another Lake makes, compaction's
+"""Retrieval's view of new snapshots (readstate.py): through DuckDB for a SQLite catalog, straight
+from a PostgreSQL catalog with psycopg; it must see every commit another Lake makes, compaction's
 included, and survive a dropped catalog connection."""
 
 from __future__ import annotations
