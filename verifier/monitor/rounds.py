@@ -86,7 +86,8 @@ class Rounds:
         self.sides, self.drawer, self.layout, self.boost, self.machine_s = sides, drawer, layout, boost, machine_s
         self.ledger = Ledger([side.pid() for side in sides])
         self.staged: dict[int, list[list]] = {}  # per side, the layout its views were staged for
-        self.inputs, self.inputs_bytes = np.empty(0, np.uint8), 0  # the round's input sets, as drawn
+        self._buffer = np.empty(0, np.uint8)  # reused round after round
+        self.inputs = self._buffer  # the round's input sets, as drawn (a view of the buffer)
 
     def hold_all(self) -> None:
         for side in self.sides:
@@ -127,10 +128,10 @@ class Rounds:
                 raise ReferenceFailed(f"input set {k} ({max(ends) - k * stride} bytes) is larger than the "
                                       f"{stride} bytes the task's trials needed")
         size = len(items) * stride
-        if self.inputs.size < size:
-            self.inputs = np.empty(size, np.uint8)
-        self.inputs_bytes = size
-        np.copyto(self.inputs[:size], np.frombuffer(self.drawer.arena.map, np.uint8, size))
+        if self._buffer.size < size:
+            self._buffer = np.empty(size, np.uint8)
+        self.inputs = self._buffer[:size]
+        np.copyto(self.inputs, np.frombuffer(self.drawer.arena.map, np.uint8, size))
         return specs
 
     def turn(self, i: int, specs: list[list], device: bool, observe: bool = False) -> Turn:
@@ -146,8 +147,7 @@ class Rounds:
                 release(pid)
                 self._stage(side, specs, deadline, during)
                 hold(pid)
-            size = self.inputs_bytes
-            np.copyto(np.frombuffer(side.arena.map, np.uint8, size), self.inputs[:size])
+            np.copyto(np.frombuffer(side.arena.map, np.uint8, self.inputs.size), self.inputs)
             with outside.watching() if outside is not None else nullcontext() as watched:
                 release(pid)
                 if device:

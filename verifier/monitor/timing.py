@@ -4,7 +4,7 @@ What lies inside a timed window is the kernel's work and as little else as can b
 candidate's runner, the reference worker) runs a window of ``calls_per_window`` calls back to back on
 distinct fresh input sets the monitor staged beforehand, and the monitor's clock brackets only the
 command that runs them (verifier.monitor.peers.window). Fixed costs (two pipe messages and a process
-wake-up, ~0.1-0.2 ms) are spread over a window of at least ``window_ms``; copying outputs out and
+wake-up, ~0.33 ms: benchmarks/timing_floor) are spread over a window of at least ``window_ms``; copying outputs out and
 checking them happen after the clock stops. The window's size comes from two calibration rounds of
 one call each: the fastest call sets how many calls fill ``window_ms`` (bounded by memory; the first
 call of a layout alone is cold and read 4x the steady ReLU call, which sized windows at a quarter). Device

@@ -1,6 +1,6 @@
 """How many calls one timed window holds, and the arenas that hold a window's inputs and outputs.
 
-The fixed cost of a window (two pipe messages, a process woken, ~0.1-0.2 ms here:
+The fixed cost of a window (two pipe messages, a process woken, ~0.33 ms here:
 ``benchmarks/timing_floor``) is the same for every side, so it pulls a ratio towards 1 by its share of
 the window. A window therefore holds as many calls as the faster side needs to fill ``window_ms``
 (the calibration rounds' per-call times say how many, and the warm-up's again), as torch.utils.benchmark
