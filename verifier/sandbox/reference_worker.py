@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from typing import Callable
 
 import numpy as np
 
@@ -55,6 +56,7 @@ class Worker:
     def __init__(self, channel: Channel) -> None:
         self.channel = channel
         self.arena: Arena | None = None
+        self._drawers = None  # the drawing threads (verifier.sandbox.drawing), started by the first Draw
 
     def receive(self, *expect: type):
         return msg.receive(self.channel, time.monotonic() + FOREVER, MAX_IN, expect, keep_fds=True)
@@ -131,28 +133,36 @@ class Worker:
 
     def handle(self, request, _fds: list[int]) -> None:
         """Draw: input sets (a trial's, or a timed call's fresh ones), made from the seed, written into the
-        arena where the monitor asked."""
+        arena where the monitor asked (verifier.sandbox.drawing: on both CPUs)."""
         import torch
 
         from verifier.sandbox import values as wire
+        from verifier.sandbox.drawing import Drawers
         from verifier.sandbox.torch_values import _view as view
 
         if not isinstance(request, msg.Draw) or not isinstance(request.items, list) or len(request.items) > 4096:
             raise ValueError(f"unexpected {request.KIND} command")
         base = torch.frombuffer(self.server.arena.map, dtype=torch.uint8)
-        specs = []
-        for index, timing, start in request.items:
-            spec, placed, _ = wire.layout_spec(_shaped(self.draw(int(index), bool(timing))), int(start))
-            for layout, value in placed:
-                view(base, layout).copy_(value.payload)
-            specs.append(spec)
-        self.send(msg.Drawn(specs))
+
+        def job(index: int, timing: bool, start: int) -> Callable[[], list]:
+            def place() -> list:
+                spec, placed, _ = wire.layout_spec(_shaped(self.draw(index, timing)), start)
+                for layout, value in placed:
+                    view(base, layout).copy_(value.payload)
+                return spec
+            return place
+
+        jobs = [(bool(timing), job(int(index), bool(timing), int(start))) for index, timing, start in request.items]
+        if self._drawers is None:
+            self._drawers = Drawers()
+        trials, timed = self._drawers.draw([j for t, j in jobs if not t], [j for t, j in jobs if t])
+        trials, timed = iter(trials), iter(timed)
+        self.send(msg.Drawn([next(timed) if t else next(trials) for t, _ in jobs]))
 
     def draw(self, index: int, timing: bool) -> list:
         if not timing:
             return self.inp.inputs_for(self.problem, self.cfg.input_seed, self.plan[index])
-        trial = self.inp.Trial(index, "check", self.inp.TIMED)
-        return self.inp.make_inputs(self.problem, derive_seed(self.cfg.input_seed, "timing"), trial)
+        return self.inp.timed_inputs(self.problem, derive_seed(self.cfg.input_seed, "timing"), index)
 
 
 def msg_fp64_empty():

@@ -1,0 +1,72 @@
+"""Drawing a round's input sets in the reference worker, on both CPUs (reference-worker side, imports torch).
+
+A timed window needs a fresh input set for every call, and the task's ``get_inputs()`` draws them with
+torch's random functions at ~5 ns an element on this machine, ten times what a memory-bound kernel
+takes to read them: drawing is most of what a verification costs. Every side is stopped while the
+drawer draws, so both CPUs are free; but every random function draws from torch's one global
+generator, under its lock, so two threads calling ``get_inputs()`` would take turns. Here each timed
+set is drawn under a :class:`OwnGenerator` mode (a ``TorchFunctionMode``, local to its thread), which
+hands the task's random calls a generator of the set's own, seeded from the verification's secret
+seed and the set's index: two threads draw at once, and a set's values do not depend on which thread
+drew it. Sets of the trial plan (the audits placed among the timed calls) are drawn alone, before the
+timed ones, with the global generator as everywhere else, so they are the plan's inputs bit for bit.
+
+The drawing threads run torch on one thread each: a parallel region started from a second thread would
+give the process a second OpenMP team, and with more OpenMP threads than CPUs libgomp stops spinning
+between regions in every team (the reference's GEMM + bias + ReLU read 0.67 ms a call instead of 0.42).
+Their allocations come from allocator arenas of their own (glibc gives each thread one), so sets drawn
+and freed between windows leave the heap the timed calls take their outputs from as the other sides'
+(drawing on that heap grew it by one input set a round for 40 rounds, and the drawer's windows faulted
+4,608 pages a call).
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+THREADS = 2
+
+_T = torch.Tensor
+RANDOM = frozenset({  # every torch function that draws from a generator and takes ``generator=``
+    torch.randn, torch.rand, torch.randint, torch.randn_like, torch.rand_like, torch.randint_like, torch.normal,
+    torch.randperm, torch.bernoulli, torch.multinomial, torch.poisson,
+    _T.normal_, _T.uniform_, _T.random_, _T.bernoulli_, _T.exponential_, _T.cauchy_, _T.log_normal_, _T.geometric_,
+})
+
+
+class OwnGenerator(TorchFunctionMode):
+    """Random functions called without a generator get ``generator`` (this thread only)."""
+
+    def __init__(self, generator: torch.Generator) -> None:
+        super().__init__()
+        self.generator = generator
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func in RANDOM and kwargs.get("generator") is None:
+            kwargs["generator"] = self.generator
+        return func(*args, **kwargs)
+
+
+class Drawers:
+    """The drawing threads of one reference worker (started with the first round drawn)."""
+
+    def __init__(self) -> None:
+        self.pool = ThreadPoolExecutor(THREADS, thread_name_prefix="draw", initializer=torch.set_num_threads,
+                                       initargs=(1,))
+
+    def draw(self, trials: list[Callable[[], object]], timed: list[Callable[[], object]]) -> tuple[list, list]:
+        """Every job's result: the trial plan's jobs one after another (the global generator, in plan
+        order), then the timed jobs spread over the threads."""
+        trial_results = self.pool.submit(lambda: [job() for job in trials]).result() if trials else []
+        return trial_results, [future.result() for future in [self.pool.submit(job) for job in timed]]
+
+
+def timed_set(get_inputs: Callable[[], list], seed: int) -> list:
+    """``get_inputs()`` with every random call drawing from a generator of its own, seeded ``seed``."""
+    with OwnGenerator(torch.Generator().manual_seed(seed)):
+        return list(get_inputs())
