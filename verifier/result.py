@@ -48,6 +48,7 @@ class LatencyResult:
     trusted: bool = True  # False: too many windows were disturbed to stand behind the figure (the
     untrusted_reason: str = ""  # machine's outcome, never a kernel's score: evokernel.agent.attribution)
     priority: str = ""  # "raised" (the timed processes first in line for a CPU), or why not
+    window_fixed_ms: float = 0.0  # what every window cost besides its calls (an empty window), subtracted
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,9 @@ class VerifySettings:
     latency_rounds: int = 16  # paired rounds: one timed window per side each (verifier.monitor.timing)
     window_ms: float = 40.0  # a window holds as many calls as the faster side needs to fill this (the first
     # call after a side is continued runs slower than the next ones: GELU 2.15 ms plain read 3-8 ms alone)
+    min_window_ms: float = 10.0  # ... unless drawing the window's fresh inputs would take more than
+    draw_ms_per_round: float = 60.0  # this a round: then fewer calls, never a window shorter than min_window_ms
+    # (each window starts colder than a user's loop: ~0.5-1 ms more, verifier.monitor.window_size)
     max_calls_per_window: int = 256
     warmup_rounds: int = 1  # untimed rounds after the calibration round (outputs checked all the same)
     retime_rounds: int | None = None  # rounds that may be played again when the machine disturbed one (None: as many as latency_rounds)
@@ -50,7 +53,8 @@ class VerifySettings:
         for name in ("threads", "latency_rounds", "max_calls_per_window", "memory_limit_mb", "file_size_limit_mb"):
             if getattr(self, name) < 1:
                 raise ValueError(f"VerifySettings.{name}: must be >= 1, got {getattr(self, name)}")
-        for name in ("timeout_s", "compile_timeout_s", "plausibility_bound", "trivial_margin", "window_ms"):
+        for name in ("timeout_s", "compile_timeout_s", "plausibility_bound", "trivial_margin", "window_ms",
+                     "min_window_ms", "draw_ms_per_round"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"VerifySettings.{name}: must be > 0, got {getattr(self, name)}")
         if self.warmup_rounds < 0 or self.bootstrap_resamples < 100 or self.pool_size < 0 or (self.retime_rounds or 0) < 0:

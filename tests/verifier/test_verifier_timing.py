@@ -150,6 +150,8 @@ def test_a_thread_spinning_in_user_space_is_stopped_with_its_process_and_gains_n
     assert spinning.passed, spinning.feedback
     honest = verify(task, (FIXTURES / "honest_relu_omp.py").read_text(), "cpu", settings)
     assert honest.passed, honest.feedback
+    # every window's fixed cost, taken off its calls, was measured by the reference's empty windows
+    assert 0.0 < honest.latency.window_fixed_ms < 20.0, honest.latency
     if not honest.latency.trusted:  # a figure the verifier itself does not stand behind compares nothing
         pytest.skip(f"the machine was too busy to compare speeds: {honest.latency.untrusted_reason}")
     # stopped while the reference is timed, it only competes with its own kernel: never faster than honest,
@@ -198,3 +200,87 @@ def test_windows_are_sized_from_the_fastest_call_and_again_after_the_warm_up():
     assert regrow(layout, warm, 40.0, 200) == Layout(134, 4096, 200 * 4096)  # the arena's room stays
     assert regrow(layout, warm, 40.0, 100).calls == 100  # never past the room the arenas were made for
     assert regrow(layout, [turn(calls, 27 * 3.0)], 40.0, 200) == layout  # never smaller
+
+
+def test_windows_hold_fewer_calls_where_drawing_their_inputs_would_dominate_but_never_below_the_shortest():
+    from verifier.monitor.ledger import TurnAccount
+    from verifier.monitor.peers import Answer
+    from verifier.monitor.rounds import Turn
+    from verifier.monitor.window_size import calls_per_window
+
+    def turn(calls: int, ms: float) -> Turn:
+        return Turn(0, Answer((), (), int(ms * 1e6), calls, calls=calls), TurnAccount(0, 0, (0,), 0, 0))
+
+    fast = [turn(10, 10 * 0.25)]  # a ReLU: 0.25 ms a call
+    sizing = dict(shortest_ms=10.0, draw_budget_ms=60.0)
+    assert calls_per_window(fast, 40.0, 256, 0.0, **sizing) == 160  # drawing not measured: the window fills
+    assert calls_per_window(fast, 40.0, 256, 0.3, **sizing) == 160  # cheap inputs: 48 ms of drawing a round
+    assert calls_per_window(fast, 40.0, 256, 1.0, **sizing) == 60  # 60 ms of drawing: a 15 ms window
+    assert calls_per_window(fast, 40.0, 256, 50.0, **sizing) == 40  # costly inputs: still a 10 ms window
+    assert calls_per_window(fast, 5.0, 256, 50.0, **sizing) == 20  # never longer than window_ms asks
+    slow = [turn(1, 12.0)]  # a call longer than the shortest window: one call, whatever its inputs cost
+    assert calls_per_window(slow, 40.0, 256, 50.0, **sizing) == 1
+
+
+def test_a_windows_fixed_cost_is_taken_off_its_calls_never_below_a_tenth_of_it():
+    from verifier.monitor.ledger import TurnAccount
+    from verifier.monitor.peers import Answer
+    from verifier.monitor.rounds import Turn
+
+    turn = Turn(0, Answer((), (), 4_330_000, 10, calls=10), TurnAccount(0, 0, (0,), 0, 0))
+    assert turn.ms_per_call == pytest.approx(0.433)
+    assert turn.ms_per_call_less(330_000) == pytest.approx(0.4)  # 0.33 ms of protocol, 4 ms of kernel
+    assert turn.ms_per_call_less(9_000_000) == pytest.approx(0.0433)  # a bogus floor cannot zero a window
+
+
+class _WarmRounds:
+    """Rounds that play windows faulting the given page counts, one round after another."""
+
+    def __init__(self, faults: list[int], calls: int = 10, ms_per_call: float = 0.5) -> None:
+        from verifier.monitor.rounds import Layout
+
+        self.faults, self.played = list(faults), 0
+        self.layout, self.draw_ms, self.ms = Layout(calls, 4096, 4096 * 256), [0.0], ms_per_call
+
+    def can_replay(self, calls):
+        return True
+
+    def play(self, items, order, device, observe=False, check=None, again=False):
+        from verifier.monitor.ledger import TurnAccount
+        from verifier.monitor.peers import Answer
+        from verifier.monitor.rounds import Turn
+
+        faults = self.faults[min(self.played, len(self.faults) - 1)]
+        self.played += 1
+        calls = self.layout.calls
+        return [Turn(i, Answer((), (), int(calls * self.ms * 1e6), calls, calls=calls), TurnAccount(0, 0, (0,), 0, 0),
+                     observed="", faults=faults) for i in order]
+
+
+def _warm_up(rounds: _WarmRounds, warmup_rounds: int = 1, window_ms: float = 5.0) -> int:
+    import random
+
+    import numpy as np
+
+    from verifier.monitor import timing
+
+    plan = timing.TimingPlan(10, window_ms, 256, warmup_rounds, 10, 500, 1000.0)
+    timing._warm_up(rounds, [None, None], timing._Counter(), random.Random(0), None, np.random.default_rng(0), False,
+                    plan, 256)
+    return rounds.played
+
+
+def test_the_warm_up_lasts_until_no_window_faults_pages_in_and_no_longer_than_its_bound():
+    from verifier.monitor.timing import WARM_UP_MOST
+
+    assert _warm_up(_WarmRounds([0])) == 1  # steady from the start: the warm-up round asked for
+    assert _warm_up(_WarmRounds([0]), warmup_rounds=3) == 3
+    assert _warm_up(_WarmRounds([4608, 4608, 2, 4608])) == 3  # the heap settled in the third round (a stray page)
+    assert _warm_up(_WarmRounds([4608])) == WARM_UP_MOST  # outputs mapped afresh on every call: bounded
+    assert _warm_up(_WarmRounds([0]), warmup_rounds=0) == 0  # switched off (quick settings)
+
+
+def test_a_window_grown_after_the_warm_up_warms_up_again():
+    rounds = _WarmRounds([0], calls=2, ms_per_call=0.5)  # sized from a cold call: 2 calls of a 0.5 ms kernel
+    assert _warm_up(rounds, window_ms=5.0) == 2  # regrown to 10 calls, then one round at that size
+    assert rounds.layout.calls == 10

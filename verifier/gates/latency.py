@@ -50,6 +50,7 @@ class WindowFacts:
     trusted: bool = True
     untrusted_reason: str = ""
     priority: str = ""
+    fixed_ms: float = 0.0  # the empty window's time, subtracted from every window
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,8 @@ def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0, w
                          rounds=len(cand), flagged=bool(reasons), flag_reason="; ".join(reasons),
                          roofline=roof, note=note, calls_per_window=facts.calls_per_window,
                          rounds_retimed=facts.rounds_retimed, trusted=facts.trusted,
-                         untrusted_reason=facts.untrusted_reason, priority=facts.priority)
+                         untrusted_reason=facts.untrusted_reason, priority=facts.priority,
+                         window_fixed_ms=facts.fixed_ms)
 
 
 def latency_gate(result: LatencyResult, seconds: float) -> GateResult:

@@ -6,6 +6,8 @@ outside them: the one account of where CPU time went that a candidate cannot rew
   to the nanosecond, up to date for a thread on a CPU at the moment of reading). A process that is
   stopped uses none: any CPU it used while another side was timed was taken from that side (work in
   a system call outlives SIGSTOP until the call returns).
+- Page faults of a whole process (``/proc/<pid>/stat``): a window that faults fresh pages in is not
+  yet in a user's loop's steady state.
 - Time spent runnable but waiting for a CPU (the second field of ``/proc/<pid>/task/<tid>/schedstat``,
   summed over the process's threads) and involuntary context switches (``/proc/.../status``): a
   window whose monitor waited for a CPU, or whose threads waited while the side left a CPU unused,
@@ -49,6 +51,18 @@ def run_queue_wait_ns(pid: int) -> int:
     except OSError:
         return 0
     return sum(_schedstat_wait(f"/proc/{pid}/task/{tid}/schedstat") for tid in tids)
+
+
+def page_faults(pid: int) -> int:
+    """Page faults (minor and major) of every thread of ``pid`` so far (``/proc/<pid>/stat``); 0 when gone.
+    A window that faults pages in pays the kernel for fresh memory, which a user's loop in its steady
+    state does not (verifier.monitor.timing warms up until windows stop faulting)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            fields = fh.read().rsplit(b")", 1)[1].split()
+        return int(fields[7]) + int(fields[9])
+    except (OSError, IndexError, ValueError):
+        return 0
 
 
 def own_thread_wait_ns() -> int:

@@ -117,6 +117,18 @@ def run(process: Sandboxed, arena: Arena, calls: int, out_start: int, deadline: 
                   calls)
 
 
+def empty(process: Sandboxed, deadline: float, during: str, clock: Callable[[], ContextManager] = nullcontext) -> int:
+    """The monitor's clock around an empty window (Run of no call): what every window costs besides its
+    calls (two pipe messages, the peer's loop, the monitor woken), in ns."""
+    with clock():
+        start = time.perf_counter_ns()
+        ran = _ask(process, msg.Run(0), deadline, msg.Ran, during)
+        ns = time.perf_counter_ns() - start
+    if isinstance(ran, msg.CallFailed):
+        raise _failed(ran)
+    return ns
+
+
 def _ask(process: Sandboxed, request, deadline: float, answer: type, during: str):
     _send(process, request, during)
     return receive(process, deadline, (answer, msg.CallFailed), during)

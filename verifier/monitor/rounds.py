@@ -27,8 +27,8 @@ from typing import Callable
 import numpy as np
 
 from verifier.monitor.freeze import hold, release, settle
-from verifier.monitor.ledger import Ledger, TurnAccount, account
-from verifier.monitor.peers import Answer, PeerFailure, run, stage
+from verifier.monitor.ledger import Ledger, TurnAccount, account, page_faults
+from verifier.monitor.peers import Answer, PeerFailure, empty, run, stage
 from verifier.monitor.priority import Boost
 from verifier.monitor.reference import Reference, ReferenceFailed
 from verifier.sandbox.arena import Arena
@@ -75,10 +75,18 @@ class Turn:
     answer: Answer
     account: TurnAccount
     observed: str | None = None  # an observed window: "" or what the outside samples showed (never counted)
+    empty_ns: int = 0  # the record side's (side 0's) empty window after its own, the protocol's fixed cost
+    faults: int = 0  # pages the side's process faulted in during its turn (fresh memory: not yet steady)
 
     @property
     def ms_per_call(self) -> float:
+        """The window's time per call, its fixed cost included (sizing windows: an upper bound)."""
         return self.answer.ns / max(1, self.answer.calls) / 1e6
+
+    def ms_per_call_less(self, fixed_ns: float) -> float:
+        """The window's time per call, less ``fixed_ns`` (what an empty window costs: every window pays
+        it once whatever it holds), never below a tenth of the window's own."""
+        return max(self.answer.ns - fixed_ns, self.answer.ns / 10) / max(1, self.answer.calls) / 1e6
 
 
 class Rounds:
@@ -88,6 +96,8 @@ class Rounds:
         self.staged: dict[int, list[list]] = {}  # per side, the layout its views were staged for
         self._buffer = np.empty(0, np.uint8)  # reused round after round
         self.inputs = self._buffer  # the round's input sets, as drawn (a view of the buffer)
+        self.draw_ms: list[float] = []  # per round played, what drawing one input set took (wall clock)
+        self._specs: list[list] | None = None  # the last round's input sets (their layouts in the arena)
 
     def hold_all(self) -> None:
         for side in self.sides:
@@ -98,13 +108,16 @@ class Rounds:
             release(side.pid())
 
     def play(self, items: list[tuple[int, bool]], order: list[int], device: bool = False,
-             observe: bool = False, check: Callable[[list[Turn]], None] = lambda turns: None) -> list[Turn]:
+             observe: bool = False, check: Callable[[list[Turn]], None] = lambda turns: None,
+             again: bool = False) -> list[Turn]:
         """One round on the input sets ``items`` (``(index, timing)`` as Draw takes them), the sides in
         ``order``; every side is stopped before and after. ``observe``: every candidate's window is
         sampled from outside (verifier.monitor.outside), so the round's times are not counted. ``check``
         sees the turns with their outputs (views of the arenas, read while every side is stopped); the
-        turns returned have none."""
-        specs = self.draw(items)
+        turns returned have none. ``again``: the previous round's input sets once more, where there are
+        as many (an untimed warm-up round: drawing costs more than many a kernel's window)."""
+        specs = self._specs if again and self.can_replay(len(items)) else self.draw(items)
+        self._specs = specs
         turns = [self.turn(i, specs, device, observe) for i in order]
         try:
             check(turns)
@@ -112,16 +125,22 @@ class Rounds:
             turns = [replace(t, answer=t.answer.settled()) for t in turns]
         return turns
 
+    def can_replay(self, calls: int) -> bool:
+        """Whether the last round's inputs fill a window of ``calls`` calls."""
+        return self._specs is not None and len(self._specs) == calls
+
     def draw(self, items: list[tuple[int, bool]]) -> list[list]:
         """The round's input sets drawn into the drawer's arena and copied into the monitor's own buffer
         (one copy, kept for the round: every side's turn starts from it)."""
         stride, pid = self.layout.in_stride, self.drawer.process.pid()
+        started = time.perf_counter()
         release(pid)
         try:
             specs = self.drawer.draw([(index, timing, k * stride) for k, (index, timing) in enumerate(items)],
                                      time.monotonic() + self.machine_s)
         finally:
             hold(pid)
+        self.draw_ms.append((time.perf_counter() - started) * 1e3 / max(1, len(items)))
         for k, spec in enumerate(specs):
             ends = [lay.offset + lay.span() for lay in layouts_in(spec, self.drawer.arena.size)]
             if ends and max(ends) > (k + 1) * stride:
@@ -141,13 +160,14 @@ class Rounds:
         side, pid = self.sides[i], self.sides[i].pid()
         deadline, during = time.monotonic() + side.deadline_s, f"{side.name}'s timing"
         self.boost.raise_(pid)
-        outside, stopping = side.outside if observe else None, None
+        outside, stopping, fixed = side.outside if observe else None, None, 0
         try:
             if not device and self.staged.get(i) != specs:
                 release(pid)
                 self._stage(side, specs, deadline, during)
                 hold(pid)
             np.copyto(np.frombuffer(side.arena.map, np.uint8, self.inputs.size), self.inputs)
+            faulted = page_faults(pid)
             with outside.watching() if outside is not None else nullcontext() as watched:
                 release(pid)
                 if device:
@@ -155,7 +175,10 @@ class Rounds:
                 settle(pid)
                 began = time.monotonic_ns()
                 answer = self._run(side, len(specs), deadline, during, lambda: self.ledger.mark(i))
+                if i == 0:
+                    fixed = self._empty(side, deadline, during)
                 stopping = hold(pid)
+                faulted = page_faults(pid) - faulted
         finally:
             if stopping is None:  # a failure: stopped all the same
                 hold(pid)
@@ -163,7 +186,7 @@ class Rounds:
         side.after(answer, began)
         seen = outside.after_call(watched.samples, f"{during}, a window of {len(specs)} calls", timed=True) \
             if outside else None
-        return Turn(i, answer, account(i, *answer.marks, stopping, self.ledger.cpus[i]), seen)
+        return Turn(i, answer, account(i, *answer.marks, stopping, self.ledger.cpus[i]), seen, fixed, faulted)
 
     def _stage(self, side: Side, specs: list[list], deadline: float, during: str) -> None:
         try:
@@ -171,6 +194,12 @@ class Rounds:
         except PeerFailure as failure:
             raise _machine(side, failure) if side.trusted else failure from None
         self.staged[self.sides.index(side)] = specs
+
+    def _empty(self, side: Side, deadline: float, during: str) -> int:
+        try:
+            return empty(side.process, deadline, during, self.boost.clock)
+        except PeerFailure as failure:
+            raise _machine(side, failure) if side.trusted else failure from None
 
     def _run(self, side: Side, calls: int, deadline: float, during: str, mark) -> Answer:
         try:

@@ -60,6 +60,9 @@ STEAL_LIMIT = 2  # rounds in which the candidate's process used CPU while stoppe
 LATE_WORK_NS = 1_000_000
 LATE_WORK_ROUNDS = 3  # fewer rounds than this judge no late work: one round's collect is mostly the machine's noise
 MIN_TRUSTED_ROUNDS = 5
+WARM_UP_MOST = 16  # untimed rounds at most before the measured ones (a kernel may fault pages on every call)
+STEADY_FAULTS = 64  # pages a window may fault in and count as steady (a Python arena, a stack page: not outputs)
+REGROW_FACTOR = 1.25  # the warm-up's windows resize the window when they fit this many times more calls
 
 __all__ = ["SAMPLE", "TimingPlan", "latency", "measure", "mismatch"]
 
@@ -74,6 +77,12 @@ class TimingPlan:
     resamples: int
     bound: float
     boost: bool = True
+    min_window_ms: float = 10.0
+    draw_ms_per_round: float = 60.0
+
+    def sizing(self) -> tuple[float, float]:
+        """(shortest window, draw budget per round) as window_size takes them."""
+        return self.min_window_ms, self.draw_ms_per_round
 
 
 @dataclass(frozen=True)
@@ -87,9 +96,11 @@ class Measurement:
     priority: str
     trusted: bool
     untrusted_reason: str
+    fixed_ms: float = 0.0  # the record side's median empty window, subtracted from every window
 
     def facts(self) -> WindowFacts:
-        return WindowFacts(self.calls, self.retimed, self.trusted, self.untrusted_reason, self.priority)
+        return WindowFacts(self.calls, self.retimed, self.trusted, self.untrusted_reason, self.priority,
+                           self.fixed_ms)
 
 
 def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan, tol: Tolerance, seed: int,
@@ -109,7 +120,8 @@ def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan
                 _observed(turns)
                 calibration += turns
             most = 1 if device else window_size.room(timing.max_calls, drawer)
-            calls = window_size.calls_per_window(calibration, timing.window_ms, most)
+            calls = window_size.calls_per_window(calibration, timing.window_ms, most, min(first.draw_ms),
+                                                 *timing.sizing())
             layout = window_size.resize(sides, calls, most, drawer, owned)
             rounds = Rounds(sides, drawer, layout, boost, machine_s)
             counted, disturbed, reasons = _play(rounds, sides, drawer, plan, timing, tol, seed, counter, device, most)
@@ -117,7 +129,9 @@ def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan
             first.release_all()
         priority = "raised" if boost.granted else boost.reason
     _late_work(counted or disturbed, sides)
-    return _measurement(counted, disturbed, sides, rounds.layout.calls, reasons, priority, timing)
+    fixed = statistics.median(t.empty_ns for turns in [calibration, *counted, *disturbed]
+                              for t in turns if t.side == 0)
+    return _measurement(counted, disturbed, sides, rounds.layout.calls, reasons, priority, timing, fixed)
 
 
 def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan, tol: Tolerance,
@@ -126,10 +140,7 @@ def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timi
     sample = np.random.default_rng(derive_seed(seed, "sample"))
     observe = set(random.Random(derive_seed(seed, "observe")).sample(range(timing.rounds),
                                                                      min(OBSERVED_ROUNDS, timing.rounds)))
-    warm = [turn for _ in range(timing.warmup_rounds)
-            for turn in _observed_round(rounds, sides, counter, order, tol, sample, device)]
-    if warm:
-        rounds.layout = window_size.regrow(rounds.layout, warm, timing.window_ms, most)
+    _warm_up(rounds, sides, counter, order, tol, sample, device, timing, most)
     checks = CheckPlan.draw(plan, timing.rounds, rounds.layout.calls, seed, drawer)
     counted: list[list[Turn]] = []
     disturbed: list[list[Turn]] = []
@@ -156,13 +167,42 @@ def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timi
     return counted, disturbed, reasons
 
 
+def _warm_up(rounds: Rounds, sides: list[Side], counter: "_Counter", order: random.Random, tol: Tolerance,
+             sample: np.random.Generator, device: bool, timing: TimingPlan, most: int) -> None:
+    """Untimed rounds (``warmup_rounds``, none when 0) and more, up to :data:`WARM_UP_MOST`, until a round
+    in which no side's window faulted a page in: a user's loop runs in its allocator's steady state. A
+    window keeps its outputs, and a peer the ``KEPT_OUTPUTS`` before them (verifier.sandbox.messages),
+    and the heap they come from fragments before it settles: a GELU on 19 MB read 12.8 ms a call in
+    one-call windows while they faulted 4,608 pages each, 5.5 ms once they stopped (6.7 ms in a user's
+    loop). The windows are sized again from these rounds (:func:`window_size.regrow`) where they fit
+    :data:`REGROW_FACTOR` times more calls; a grown window warms up again."""
+    if timing.warmup_rounds <= 0:
+        return
+    warm: list[Turn] = []
+    played = 0
+    while True:  # the first round at each size draws; the rest replay its inputs (untimed, checked all the same)
+        turns = _observed_round(rounds, sides, counter, order, tol, sample, device, again=played > 0)
+        warm += turns
+        played += 1
+        steady = all(t.faults <= STEADY_FAULTS for t in turns)
+        if played < timing.warmup_rounds or (not steady and played < WARM_UP_MOST):
+            continue
+        grown = window_size.regrow(rounds.layout, warm, timing.window_ms, most, min(rounds.draw_ms), *timing.sizing())
+        if grown.calls < rounds.layout.calls * REGROW_FACTOR or played >= WARM_UP_MOST:
+            return
+        rounds.layout = grown
+
+
 def _observed_round(rounds: Rounds, sides: list[Side], counter: "_Counter", order: random.Random, tol: Tolerance,
-                    sample: np.random.Generator, device: bool) -> list[Turn]:
+                    sample: np.random.Generator, device: bool, again: bool = False) -> list[Turn]:
     """A round like any other, every candidate's window sampled from outside (its times not counted: the
     sampling slows it): the candidate cannot tell it from a measured one, so torch's compute reached in
-    timed windows alone is seen in these. Warm-up rounds are played this way."""
-    turns = rounds.play(_items(counter, rounds.layout.calls), _order(order, len(sides)), device, observe=True,
-                        check=lambda turns: check_round(turns, sides, tol, None, -1, sample))
+    timed windows alone is seen in these. Warm-up rounds are played this way (``again``: on the last
+    round's inputs, see Rounds.play)."""
+    again = again and rounds.can_replay(rounds.layout.calls)
+    items = [(0, True)] * rounds.layout.calls if again else _items(counter, rounds.layout.calls)
+    turns = rounds.play(items, _order(order, len(sides)), device, observe=True,
+                        check=lambda turns: check_round(turns, sides, tol, None, -1, sample), again=again)
     _observed(turns)
     return turns
 
@@ -196,17 +236,19 @@ def _late_work(counted: list[list[Turn]], sides: list[Side]) -> None:
 
 
 def _measurement(counted: list[list[Turn]], disturbed: list[list[Turn]], sides: list[Side], calls: int,
-                 reasons: list[str], priority: str, timing: TimingPlan) -> Measurement:
-    """The counted rounds' times; where too few were undisturbed, every round's, not trusted."""
+                 reasons: list[str], priority: str, timing: TimingPlan, fixed_ns: float) -> Measurement:
+    """The counted rounds' times, each window's less ``fixed_ns`` (the median empty window of the record
+    side: the protocol's cost, the same for every side); where too few were undisturbed, every round's,
+    not trusted."""
     trusted, why, used = True, "", counted
     if len(counted) < min(timing.rounds, max(MIN_TRUSTED_ROUNDS, math.ceil(timing.rounds / 2))):
         trusted, used = False, counted + disturbed
         common = statistics.mode(r.split(" (")[0] for r in reasons) if reasons else "no round"
         why = (f"only {len(counted)} of {len(counted) + len(disturbed)} rounds were undisturbed by other work on "
                f"the machine (e.g. {common})")
-    times = tuple(tuple(next(t for t in turns if t.side == i).ms_per_call for turns in used)
+    times = tuple(tuple(next(t for t in turns if t.side == i).ms_per_call_less(fixed_ns) for turns in used)
                   for i in range(len(sides)))
-    return Measurement(times, calls, len(disturbed), tuple(reasons), priority, trusted, why)
+    return Measurement(times, calls, len(disturbed), tuple(reasons), priority, trusted, why, fixed_ns / 1e6)
 
 
 def _items(counter: "_Counter", calls: int) -> list[tuple[int, bool]]:
@@ -245,7 +287,7 @@ def plan_of(settings) -> TimingPlan:
     s = settings
     return TimingPlan(s.latency_rounds, s.window_ms, s.max_calls_per_window, s.warmup_rounds,
                       s.latency_rounds if s.retime_rounds is None else s.retime_rounds, s.bootstrap_resamples,
-                      s.plausibility_bound, s.boost_priority)
+                      s.plausibility_bound, s.boost_priority, s.min_window_ms, s.draw_ms_per_round)
 
 
 def reference_side(peers: Peers) -> Side:

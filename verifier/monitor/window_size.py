@@ -1,12 +1,15 @@
 """How many calls one timed window holds, and the arenas that hold a window's inputs and outputs.
 
-The fixed cost of a window (two pipe messages, a process woken, ~0.33 ms here:
-``benchmarks/timing_floor``) is the same for every side, so it pulls a ratio towards 1 by its share of
-the window. A window therefore holds as many calls as the faster side needs to fill ``window_ms``
-(the calibration rounds' per-call times say how many, and the warm-up's again), as torch.utils.benchmark
-and Google Benchmark time many iterations per measurement, bounded by ``max_calls`` and by memory: every
-call has its own input set and keeps its outputs until the window ends, in arenas of at most
-:data:`ARENA_BYTES` per side.
+A window holds as many calls as the faster side needs to fill ``window_ms`` (the calibration rounds'
+per-call times say how many, and the warm-up's again), as torch.utils.benchmark and Google Benchmark
+time many iterations per measurement, bounded by ``max_calls`` and by memory: every call has its own
+input set and keeps its outputs until the window ends, in arenas of at most :data:`ARENA_BYTES` per
+side. Every call's inputs are drawn fresh, and drawing them costs more than many a kernel (the task's
+``torch.randn`` at ~5 ns an element against a ReLU's ~0.3 ns): where a round's draws would take more
+than ``draw_ms_per_round`` (VerifySettings), a window holds fewer calls, down to ``min_window_ms``. The fixed
+cost of a window (two pipe messages, a process woken, ~0.33 ms here: ``benchmarks/timing_floor``) is
+measured by an empty window after the record side's every window and subtracted (verifier.monitor.timing),
+so a short window is not pulled towards a ratio of 1.
 """
 
 from __future__ import annotations
@@ -38,10 +41,16 @@ def room(max_calls: int, drawer) -> int:
     return max(1, min(max_calls, ARENA_BYTES // (in_stride + out_stride)))
 
 
-def calls_per_window(turns: list[Turn], window_ms: float, most: int) -> int:
-    """How many calls of the fastest per-call time among ``turns`` fill ``window_ms`` (at most ``most``)."""
-    fastest = min(turn.ms_per_call for turn in turns)
-    return max(1, min(math.ceil(window_ms / max(fastest, 1e-3)), most))
+def calls_per_window(turns: list[Turn], window_ms: float, most: int, draw_ms: float = 0.0,
+                     shortest_ms: float = 10.0, draw_budget_ms: float = 60.0) -> int:
+    """How many calls of the fastest per-call time among ``turns`` fill ``window_ms`` (at most ``most``);
+    fewer where drawing their inputs (``draw_ms`` per input set) would take more than ``draw_budget_ms``,
+    though never a window shorter than ``shortest_ms``."""
+    fastest = max(min(turn.ms_per_call for turn in turns), 1e-3)
+    calls = math.ceil(window_ms / fastest)
+    if draw_ms > 0 and calls * draw_ms > draw_budget_ms:
+        calls = min(calls, max(math.ceil(min(shortest_ms, window_ms) / fastest), int(draw_budget_ms // draw_ms)))
+    return max(1, min(calls, most))
 
 
 def resize(sides: list[Side], calls: int, most: int, drawer, owned: list[Arena]) -> Layout:
@@ -59,10 +68,11 @@ def resize(sides: list[Side], calls: int, most: int, drawer, owned: list[Arena])
     return Layout(calls, in_stride, out_start)
 
 
-def regrow(layout: Layout, warm: list[Turn], window_ms: float, most: int) -> Layout:
+def regrow(layout: Layout, warm: list[Turn], window_ms: float, most: int, draw_ms: float = 0.0,
+           shortest_ms: float = 10.0, draw_budget_ms: float = 60.0) -> Layout:
     """The layout once the warm-up rounds ran: a single call (the calibration rounds') pays for fresh
     pages and a cold cache, and a ReLU on 2 MB read 1.5-2.5 ms alone against 0.3 ms per call inside a
     window; windows sized by it held a quarter of ``window_ms``. The warm-up's calls (their first
     window is cold too: the fastest side's counts) size them again, never smaller."""
-    calls = calls_per_window(warm, window_ms, most)
+    calls = calls_per_window(warm, window_ms, most, draw_ms, shortest_ms, draw_budget_ms)
     return replace(layout, calls=calls) if calls > layout.calls else layout

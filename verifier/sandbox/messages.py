@@ -227,6 +227,10 @@ class Drawn:
     sets: list  # per item, its arena spec
 
 
+KEPT_OUTPUTS = 8  # earlier windows' outputs a peer keeps alive: a fresh output must not land on their storage
+# (verifier.sandbox.serve), so a peer's allocator holds a window's outputs and these before it is steady
+
+
 MESSAGES = {cls.KIND: cls for cls in (Boot, Ready, Start, BuildRequest, BuildReply, Imported, LoadFailed, Init,
                                       Constructed, Stage, Staged, Run, Ran, Collect, Collected, CallFailed, Stop,
                                       RefStart, RefInit, RefTrial, RefWorkload, RefDone, Attach, Draw, Drawn)}

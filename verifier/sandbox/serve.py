@@ -33,7 +33,7 @@ from verifier.sandbox.torch_values import arena_values, write_outputs
 FOREVER = 7 * 24 * 3600.0
 MAX_COMMAND = 16 << 20
 MAX_SETS = 4096  # input sets one window may stage
-KEEP = 8  # earlier outputs a new output must not reuse the storage of (besides the window's own)
+KEEP = msg.KEPT_OUTPUTS  # earlier outputs a new output must not reuse the storage of (besides the window's own)
 
 
 def _error(exc: BaseException) -> str:
@@ -95,10 +95,17 @@ class CallServer:
         return msg.Staged()
 
     def run(self, count: int) -> msg.Ran:
-        """The timed part: nothing but the model's calls (and one synchronize)."""
+        """The timed part: nothing but the model's calls (and one synchronize). ``count`` 0: an empty
+        window, the same path without a call (the monitor times it to learn the protocol's fixed cost;
+        the window before it stays collectable)."""
         import torch
 
         staged, model = self.staged, self.model
+        if count == 0:
+            with torch.no_grad():
+                _ = [model(*inputs) for inputs in ()]
+            self.synchronize()
+            return msg.Ran()
         if count != len(staged):
             raise ValueError(f"run {count} calls on {len(staged)} staged input sets")
         if self.device != "cpu" or self.flush is not None:
