@@ -5,8 +5,8 @@ and how far two identical processes' figures differ.
   nothing (a 1-element task), through the real protocol (verifier.monitor.peers.window,
   verifier.sandbox.serve) to a confined reference worker, for windows of 1 and of 64 calls: the first
   is the fixed cost (two pipe messages, a process woken), the difference over 63 calls what one more
-  call of a Python ``forward`` costs. The latency gate spreads the fixed cost over a window of at
-  least ``window_ms`` (VerifySettings), so it is that cost over the window that is left in a figure.
+  call of a Python ``forward`` costs. The latency gate measures the fixed cost again in every round
+  (an empty window of the reference worker) and takes it off every window.
 - A/A: the reference against itself, two confined reference workers timed by the monitor exactly as
   the latency gate times candidate and reference (verifier.monitor.timing.measure: calibration,
   windows of many calls, rounds in a seeded order, each side alone in its turn), on every level-1 task
@@ -142,7 +142,8 @@ def main() -> None:
 
 def _aa_table(tasks: list, settings: VerifySettings, repeats: int) -> list[float]:
     print(f"A/A (the reference against itself, each in its own confined process, timed as the latency gate times; "
-          f"windows of at least {settings.window_ms:g} ms, {settings.latency_rounds} rounds): ratio [95% CI]")
+          f"windows of {settings.window_ms:g} ms, or down to {settings.min_window_ms:g} ms where drawing the inputs "
+          f"would take over {settings.draw_ms_per_round:g} ms a round; {settings.latency_rounds} rounds): ratio [95% CI]")
     deviations = []
     for task in tasks:
         runs = [aa(task.source, rep + 1, settings) for rep in range(repeats)]

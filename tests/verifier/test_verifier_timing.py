@@ -222,6 +222,19 @@ def test_windows_hold_fewer_calls_where_drawing_their_inputs_would_dominate_but_
     assert calls_per_window(slow, 40.0, 256, 50.0, **sizing) == 1
 
 
+def test_windows_are_sized_from_calls_less_the_fixed_cost():
+    from dataclasses import replace
+
+    from verifier.monitor.ledger import TurnAccount
+    from verifier.monitor.peers import Answer
+    from verifier.monitor.rounds import Turn
+    from verifier.monitor.window_size import calls_per_window
+
+    lone = Turn(0, Answer((), (), 400_000, 1, calls=1), TurnAccount(0, 0, (0,), 0, 0))  # 0.1 ms + 0.3 ms fixed
+    assert calls_per_window([lone], 10.0, 256) == 25  # the fixed cost unknown: a quarter of the window
+    assert calls_per_window([replace(lone, empty_ns=300_000)], 10.0, 256) == 100
+
+
 def test_a_windows_fixed_cost_is_taken_off_its_calls_never_below_a_tenth_of_it():
     from verifier.monitor.ledger import TurnAccount
     from verifier.monitor.peers import Answer

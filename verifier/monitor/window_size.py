@@ -15,6 +15,7 @@ so a short window is not pulled towards a ratio of 1.
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import replace
 
 from verifier.monitor.rounds import Layout, Side, Turn
@@ -41,12 +42,20 @@ def room(max_calls: int, drawer) -> int:
     return max(1, min(max_calls, ARENA_BYTES // (in_stride + out_stride)))
 
 
+def fixed_cost(turns: list[Turn]) -> float:
+    """The median empty window (ns) among ``turns`` (the record side's, verifier.monitor.rounds)."""
+    empties = [turn.empty_ns for turn in turns if turn.side == 0 and turn.empty_ns > 0]
+    return statistics.median(empties) if empties else 0.0
+
+
 def calls_per_window(turns: list[Turn], window_ms: float, most: int, draw_ms: float = 0.0,
                      shortest_ms: float = 10.0, draw_budget_ms: float = 60.0) -> int:
-    """How many calls of the fastest per-call time among ``turns`` fill ``window_ms`` (at most ``most``);
-    fewer where drawing their inputs (``draw_ms`` per input set) would take more than ``draw_budget_ms``,
-    though never a window shorter than ``shortest_ms``."""
-    fastest = max(min(turn.ms_per_call for turn in turns), 1e-3)
+    """How many calls of the fastest per-call time among ``turns`` (their windows less the fixed cost:
+    a window of one call is mostly that) fill ``window_ms`` (at most ``most``); fewer where drawing
+    their inputs (``draw_ms`` per input set) would take more than ``draw_budget_ms``, though never a
+    window shorter than ``shortest_ms``."""
+    fixed = fixed_cost(turns)
+    fastest = max(min(turn.ms_per_call_less(fixed) for turn in turns), 1e-3)
     calls = math.ceil(window_ms / fastest)
     if draw_ms > 0 and calls * draw_ms > draw_budget_ms:
         calls = min(calls, max(math.ceil(min(shortest_ms, window_ms) / fastest), int(draw_budget_ms // draw_ms)))
