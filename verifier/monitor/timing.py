@@ -175,7 +175,7 @@ def _resize_once_measured(rounds: Rounds, sides: list[Side], counter: "_Counter"
     more calls, and one untimed round at the new size (its outputs' pages): the warm-up's candidate
     windows were sampled from outside, which slows a short call (an average pool of 0.04 ms a call
     was sized as if it took 0.16 ms, into 2.5 ms windows that read 7.4x for a 12-13x kernel)."""
-    grown = window_size.regrow(rounds.layout, turns, timing.window_ms, most, min(rounds.draw_ms), *timing.sizing())
+    grown = _regrown(rounds, turns, timing, most)
     if grown.calls >= rounds.layout.calls * REGROW_FACTOR:
         rounds.layout = grown
         _observed_round(rounds, sides, counter, order, tol, sample, device)
@@ -201,10 +201,15 @@ def _warm_up(rounds: Rounds, sides: list[Side], counter: "_Counter", order: rand
         steady = all(t.faults <= STEADY_FAULTS for t in turns)
         if played < timing.warmup_rounds or (not steady and played < WARM_UP_MOST):
             continue
-        grown = window_size.regrow(rounds.layout, warm, timing.window_ms, most, min(rounds.draw_ms), *timing.sizing())
+        grown = _regrown(rounds, warm, timing, most)
         if grown.calls < rounds.layout.calls * REGROW_FACTOR or played >= WARM_UP_MOST:
             return
         rounds.layout = grown
+
+
+def _regrown(rounds: Rounds, turns: list[Turn], timing: TimingPlan, most: int):
+    """The layout ``turns`` size (window_size.regrow, with the plan's sizing and the draws so far)."""
+    return window_size.regrow(rounds.layout, turns, timing.window_ms, most, min(rounds.draw_ms), *timing.sizing())
 
 
 def _observed_round(rounds: Rounds, sides: list[Side], counter: "_Counter", order: random.Random, tol: Tolerance,
