@@ -17,10 +17,12 @@ What a harness may add around a call, one at a time, to measure what each costs 
 ``--copy-out`` copies every output into a shared memory file inside the timed call (as a harness that
 hands outputs to another process); ``--shm-in`` gives forward inputs that view a shared memory file;
 ``--gap-ms X`` idles X ms between calls (the other side of a paired measurement running meanwhile: the
-OpenMP threads go to sleep, the caches go cold).
+OpenMP threads go to sleep, the caches go cold); ``--input-sets N`` cycles through N input sets
+instead of 8 (with enough of them, every call's inputs come from memory, as the verifier's fresh
+input sets do).
 
 Run: .venv/bin/python -m benchmarks.plain_timing MODE BUILD TASK_ID [--calls 400] [--threads 2]
-     [--copy-out] [--shm-in] [--gap-ms 0]   (prints one JSON object)
+     [--copy-out] [--shm-in] [--gap-ms 0] [--input-sets 8]   (prints one JSON object)
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def _candidate_class(task_id: str, adapted_source: str) -> type:
     return module.ModelNew
 
 
-def _setup(build: str, task_id: str, mode: str):
+def _setup(build: str, task_id: str, mode: str, sets: int = INPUT_SETS):
     from kernelbench_npu import instantiate
     from kernelbench_npu.spec import load_build
 
@@ -54,7 +56,7 @@ def _setup(build: str, task_id: str, mode: str):
     classes = {"ref": [problem.Model], "cand": [_candidate_class(task_id, task.source)]}.get(
         mode, [problem.Model, _candidate_class(task_id, task.source)])
     models = instantiate.build_models(problem, classes, task.dtype, 0)
-    inputs = [instantiate.make_inputs(problem, task.dtype, 100 + i) for i in range(INPUT_SETS)]
+    inputs = [instantiate.make_inputs(problem, task.dtype, 100 + i) for i in range(sets)]
     return models, inputs
 
 
@@ -145,12 +147,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--copy-out", action="store_true", help="copy outputs into shared memory, timed")
     parser.add_argument("--shm-in", action="store_true", help="inputs that view shared memory")
     parser.add_argument("--gap-ms", type=float, default=0.0, help="idle between calls")
+    parser.add_argument("--input-sets", type=int, default=INPUT_SETS,
+                        help="distinct input sets cycled through (more than the caches hold: every call's inputs cold)")
     args = parser.parse_args(argv)
     import torch
 
     torch.set_num_threads(args.threads)
     torch.set_num_interop_threads(1)
-    models, inputs = _setup(args.build, args.task_id, args.mode)
+    models, inputs = _setup(args.build, args.task_id, args.mode, args.input_sets)
     if args.shm_in:
         inputs = _on_shared(inputs)
     if args.mode == "alt":

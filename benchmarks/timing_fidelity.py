@@ -4,17 +4,24 @@ the same moment, one row each:
 
 - solo: the reference alone in a fresh process, then the solution alone in another
   (benchmarks.plain_timing: 400 calls after warm-up on 8 input sets, 2 threads, median per call);
-  twice each, interleaved, the faster run of each kept; speedup = reference ms / solution ms;
+  three times each, interleaved, the faster run of each kept; speedup = reference ms / solution ms.
+  The ratios of the runs taken pairwise (each reference run with the solution run after it) are its
+  own spread: the machine's memory bandwidth here moves by 20-30% from one half second to the next
+  (other tenants), which a run of a second or two does not average out;
 - alternating: both in one process, call by call in ABBA order, the median per-pair ratio;
 - alternating, passive: the same with OMP_WAIT_POLICY=PASSIVE (idle OpenMP threads sleep at once);
 - verifier: ``verify()`` with default settings (its speedup, whether it trusts it, calls per window,
-  rounds retimed).
+  rounds retimed);
+- solo, sandbox allocator: where verifier / solo is outside 0.90-1.10, solo again with the allocator
+  settings every sandbox process has (verifier.sandbox.spawn.ALLOCATOR) in place of glibc's defaults.
 
 ``verifier / solo`` is the fidelity (target on a quiet machine: median 0.97-1.03, every task
 0.90-1.10; under ``--burners 2``, every task 0.85-1.15). Where solo and alternating disagree by more
 than 10%, the ``why`` column says what the passive run shows: if it agrees with solo, the disagreement
 is OpenMP interference (two runtimes in one process: the threads of whichever ran last spin while the
-other runs); otherwise it is left as unexplained, with the figures.
+other runs); otherwise it is left as unexplained, with the figures. Where the verifier is outside
+0.90-1.10 of solo, it says which measured figure it agrees with (within 10%): solo with the sandbox's
+allocator ("allocator"), solo's own spread, or the alternating run; else "unexplained".
 
 ``--repeat N --tasks ONE``: the same kernel verified N times (largest / smallest speedup).
 Burners (``--burners N``) run in sessions of their own, as other work on the machine would.
@@ -43,6 +50,7 @@ from benchmarks.reward_noise import BURNER
 from kernelbench_npu.known_good import known_good, solution_for
 from kernelbench_npu.spec import load_build
 from verifier.api import verify
+from verifier.sandbox.spawn import ALLOCATOR
 from verifier.settings import VerifySettings
 
 DISAGREE = 0.10
@@ -54,14 +62,17 @@ def start_burners(count: int) -> list[subprocess.Popen]:
 
 
 CALLS = {"n": 400}  # plain timing's calls per run (--calls)
-SOLO_RUNS = {"n": 2}  # solo runs per side, the faster kept (--solo-runs)
+SOLO_RUNS = {"n": 3}  # solo runs per side, the faster kept (--solo-runs)
+NEAR = 0.10  # a figure the verifier is within this share of explains it
 
 
-def plain(mode: str, build: Path, task_id: str, threads: int, passive: bool = False) -> float:
-    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+def plain(mode: str, build: Path, task_id: str, threads: int, passive: bool = False, allocator: bool = False) -> float:
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY" and k not in ALLOCATOR}
     env.update(OMP_NUM_THREADS=str(threads), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     if passive:
         env["OMP_WAIT_POLICY"] = "PASSIVE"
+    if allocator:
+        env.update(ALLOCATOR)
     out = subprocess.run([sys.executable, "-m", "benchmarks.plain_timing", mode, str(build), task_id,
                           "--threads", str(threads), "--calls", str(CALLS["n"])], env=env, capture_output=True, text=True, timeout=900)
     if out.returncode != 0:
@@ -70,13 +81,16 @@ def plain(mode: str, build: Path, task_id: str, threads: int, passive: bool = Fa
     return value["ms"] if mode != "alt" else value["ratio"]
 
 
-def solo(build: Path, task_id: str, threads: int, repeats: int = 2) -> dict:
+def solo(build: Path, task_id: str, threads: int, repeats: int = 3, allocator: bool = False) -> dict:
+    """The faster run of each side, and the range of the runs' pairwise ratios (the solo figure's own
+    spread)."""
     runs = {"ref": [], "cand": []}
     for _ in range(repeats):
         for mode in ("ref", "cand"):
-            runs[mode].append(plain(mode, build, task_id, threads))
+            runs[mode].append(plain(mode, build, task_id, threads, allocator=allocator))
     ref, cand = min(runs["ref"]), min(runs["cand"])
-    return {"ref_ms": ref, "cand_ms": cand, "solo": ref / cand}
+    pairs = [r / c for r, c in zip(runs["ref"], runs["cand"])]
+    return {"ref_ms": ref, "cand_ms": cand, "solo": ref / cand, "solo_range": [min(pairs), max(pairs)]}
 
 
 def verified(task, source: str, settings: VerifySettings) -> dict:
@@ -93,27 +107,50 @@ def verified(task, source: str, settings: VerifySettings) -> dict:
 
 
 def why(row: dict) -> str:
+    """Why the plain methods disagree (if they do), then why the verifier is off solo (if it is)."""
+    return "; ".join(part for part in (_plain_disagreement(row), _verifier_off(row)) if part)
+
+
+def _plain_disagreement(row: dict) -> str:
     if abs(row["alt"] / row["solo"] - 1) <= DISAGREE or row.get("alt_passive") is None:
         return ""
     if abs(row["alt_passive"] / row["solo"] - 1) <= DISAGREE:
         return "OpenMP interference in one process (passive threads agree with solo)"
-    return (f"unexplained: alternating {row['alt']:.2f}x, passive {row['alt_passive']:.2f}x, "
+    return (f"plain methods disagree, unexplained: alternating {row['alt']:.2f}x, passive {row['alt_passive']:.2f}x, "
             f"solo {row['solo']:.2f}x")
+
+
+def _verifier_off(row: dict) -> str:
+    verifier = row.get("verifier")
+    if verifier is None or 0.90 <= verifier / row["solo"] <= 1.10:
+        return ""
+    low, high = row.get("solo_range") or (row["solo"], row["solo"])
+    if row.get("solo_alloc") and abs(verifier / row["solo_alloc"] - 1) <= NEAR:
+        return f"allocator: solo with the sandbox's allocator reads {row['solo_alloc']:.2f}x"
+    if low * (1 - NEAR) <= verifier <= high * (1 + NEAR):
+        return f"solo's own spread: its runs read {low:.2f}-{high:.2f}x"
+    if abs(verifier / row["alt"] - 1) <= NEAR:
+        return f"agrees with alternating ({row['alt']:.2f}x)"
+    extra = f", solo with the sandbox's allocator {row['solo_alloc']:.2f}x" if row.get("solo_alloc") else ""
+    return f"verifier off, unexplained: solo runs {low:.2f}-{high:.2f}x{extra}"
 
 
 def row_for(build: Path, task, threads: int, settings: VerifySettings, known: dict | None = None) -> dict:
     source = solution_for(task.task_id, task.source)
     if known:  # the plain figures of an earlier run
-        row = {k: known[k] for k in ("task_id", "ref_ms", "cand_ms", "solo", "alt", "alt_passive")}
+        row = {k: known.get(k) for k in ("task_id", "ref_ms", "cand_ms", "solo", "solo_range", "alt", "alt_passive",
+                                         "solo_alloc")}
     else:
         row = {"task_id": task.task_id, **solo(build, task.task_id, threads, SOLO_RUNS["n"])}
         row["alt"] = plain("alt", build, task.task_id, threads)
         disagree = abs(row["alt"] / row["solo"] - 1) > DISAGREE  # only then is the passive run needed (why)
         row["alt_passive"] = plain("alt", build, task.task_id, threads, passive=True) if disagree else None
     row.update(verified(task, source, settings))
-    row["why"] = why(row)
     if row["verifier"] is not None:
         row["fidelity"] = row["verifier"] / row["solo"]
+        if not known and not 0.90 <= row["fidelity"] <= 1.10:  # plain figures of this moment only (never under burners)
+            row["solo_alloc"] = solo(build, task.task_id, threads, SOLO_RUNS["n"], allocator=True)["solo"]
+    row["why"] = why(row)
     return row
 
 
@@ -139,7 +176,11 @@ def summary(rows: list[dict]) -> dict:
     return {"tasks": len(rows), "measured": len(fid), "median": statistics.median(fid), "min": min(fid),
             "max": max(fid), "within_0.90_1.10": sum(0.90 <= f <= 1.10 for f in fid),
             "within_0.85_1.15": sum(0.85 <= f <= 1.15 for f in fid),
-            "untrusted": sum(not r.get("trusted", True) for r in rows if r.get("verifier") is not None)}
+            "untrusted": sum(not r.get("trusted", True) for r in rows if r.get("verifier") is not None),
+            "off_by_allocator": sum("allocator:" in r["why"] for r in rows),
+            "off_within_solo_spread": sum("solo's own spread" in r["why"] for r in rows),
+            "off_agreeing_with_alternating": sum("agrees with alternating" in r["why"] for r in rows),
+            "off_unexplained": sum("verifier off, unexplained" in r["why"] for r in rows)}
 
 
 def repeatability(task, settings: VerifySettings, times: int) -> dict:
@@ -162,7 +203,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--json", default=None)
     parser.add_argument("--calls", type=int, default=400, help="plain timing's calls per run")
-    parser.add_argument("--solo-runs", type=int, default=2, help="solo runs per side (the faster is kept)")
+    parser.add_argument("--solo-runs", type=int, default=3, help="solo runs per side (the faster is kept)")
     parser.add_argument("--plain-from", default=None, help="an earlier run's --json: its plain figures, verify only")
     parser.add_argument("--cache", default=None, help="the verifier's cache directory (compiled candidates)")
     args = parser.parse_args()

@@ -25,6 +25,12 @@ from verifier.sandbox.channel import Channel, ChannelClosed, socket_pair
 DEVICE_SELECTION = ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "TORCH_CUDA_ARCH_LIST", "ASCEND_RT_VISIBLE_DEVICES",
                     "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "LD_LIBRARY_PATH")
 LAUNCH_S = 30.0  # the launcher's own start-up, on a loaded machine
+# glibc's allocator as in a long-running process: blocks below 32 MiB come from the heap and freed
+# memory stays mapped, so a window's fresh outputs reuse pages instead of faulting new ones in (the
+# dynamic threshold would otherwise hand memory back whenever a window's outputs are freed together).
+# A one-layer loop in a process with glibc's defaults differs: there torch's convolution re-faults its
+# scratch on every call (docs/timing.md, "Figures"; benchmarks.timing_fidelity times both).
+ALLOCATOR = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(16 << 30)}
 
 
 def clean_env(threads: int, workdir: Path, import_root: Path | None, devices: bool = False,
@@ -37,11 +43,8 @@ def clean_env(threads: int, workdir: Path, import_root: Path | None, devices: bo
         "TORCH_EXTENSIONS_DIR": str(workdir / "torch_extensions"), "TORCHINDUCTOR_CACHE_DIR": str(workdir / "inductor"),
         # OpenMP's wait policy stays its default (idle threads spin a while before they sleep), as in a
         # user's process: a process waiting for its next window is stopped (verifier.monitor.freeze), so
-        # its spinning steals nothing. glibc's allocator as in a long-running process: blocks below
-        # 32 MiB come from the heap and freed memory stays mapped, so a window's fresh outputs reuse
-        # pages instead of faulting new ones in (the steady state of a user's loop; the dynamic
-        # threshold would otherwise hand memory back whenever a window's outputs are freed together).
-        "MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(16 << 30),
+        # its spinning steals nothing.
+        **ALLOCATOR,
     }
     if import_root is not None:
         env["PYTHONPATH"] = str(import_root)

@@ -1,0 +1,51 @@
+"""benchmarks.timing_fidelity's ``why`` column: where the verifier is off plain timing, it names the
+measured figure that agrees with it (solo under the sandbox's allocator, solo's own spread, the
+alternating run), and says "unexplained" when none does."""
+
+from __future__ import annotations
+
+from benchmarks.timing_fidelity import summary, why
+from verifier.sandbox.spawn import ALLOCATOR, clean_env
+
+
+def _row(**values) -> dict:
+    row = {"task_id": "L1/025_conv2d", "solo": 1.32, "solo_range": [1.25, 1.40], "alt": 1.48, "alt_passive": None,
+           "verifier": 1.30, "trusted": True}
+    row.update(values)
+    row["fidelity"] = row["verifier"] / row["solo"]
+    return row
+
+
+def test_a_verifier_near_solo_needs_no_reason():
+    assert why(_row()) == ""
+
+
+def test_the_allocator_named_where_solo_under_the_sandbox_allocator_agrees():
+    row = _row(verifier=0.72, solo_alloc=0.67)
+    assert why(row) == "allocator: solo with the sandbox's allocator reads 0.67x"
+
+
+def test_solo_own_spread_named_where_the_verifier_lies_within_its_runs():
+    row = _row(solo=1.0, solo_range=[1.0, 1.6], verifier=1.5, alt=1.0, solo_alloc=1.0)
+    assert why(row) == "solo's own spread: its runs read 1.00-1.60x"
+
+
+def test_unexplained_when_no_measured_figure_agrees():
+    row = _row(verifier=0.5, alt=1.4, solo_alloc=1.2)
+    assert why(row).startswith("verifier off, unexplained: solo runs 1.25-1.40x")
+    rows = [_row(), row, _row(verifier=0.72, solo_alloc=0.67)]
+    for one in rows:
+        one["why"] = why(one)
+    counts = summary(rows)
+    assert (counts["within_0.90_1.10"], counts["off_unexplained"], counts["off_by_allocator"]) == (1, 1, 1)
+
+
+def test_plain_disagreement_and_verifier_off_are_both_said():
+    row = _row(alt=2.0, alt_passive=1.35, verifier=0.72, solo_alloc=0.70)
+    assert why(row) == ("OpenMP interference in one process (passive threads agree with solo); "
+                        "allocator: solo with the sandbox's allocator reads 0.70x")
+
+
+def test_every_sandbox_process_gets_the_allocator_settings_the_benchmark_names(tmp_path):
+    env = clean_env(2, tmp_path, None)
+    assert {k: env[k] for k in ALLOCATOR} == ALLOCATOR
