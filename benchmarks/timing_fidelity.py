@@ -64,6 +64,9 @@ def start_burners(count: int) -> list[subprocess.Popen]:
 CALLS = {"n": 400}  # plain timing's calls per run (--calls)
 SOLO_RUNS = {"n": 3}  # solo runs per side, the faster kept (--solo-runs)
 NEAR = 0.10  # a figure the verifier is within this share of explains it
+# what a verifier off solo agrees with, and the summary's count of each
+OFF_KINDS = {"allocator": "off_by_allocator", "spread": "off_within_solo_spread",
+             "alternating": "off_agreeing_with_alternating", "unexplained": "off_unexplained"}
 
 
 def plain(mode: str, build: Path, task_id: str, threads: int, passive: bool = False, allocator: bool = False) -> float:
@@ -108,7 +111,7 @@ def verified(task, source: str, settings: VerifySettings) -> dict:
 
 def why(row: dict) -> str:
     """Why the plain methods disagree (if they do), then why the verifier is off solo (if it is)."""
-    return "; ".join(part for part in (_plain_disagreement(row), _verifier_off(row)) if part)
+    return "; ".join(part for part in (_plain_disagreement(row), _verifier_off(row)[1]) if part)
 
 
 def _plain_disagreement(row: dict) -> str:
@@ -120,19 +123,21 @@ def _plain_disagreement(row: dict) -> str:
             f"solo {row['solo']:.2f}x")
 
 
-def _verifier_off(row: dict) -> str:
+def _verifier_off(row: dict) -> tuple[str, str]:
+    """("", "") where the verifier is within 0.90-1.10 of solo; else the kind of figure it agrees with
+    ("allocator", "spread", "alternating" or "unexplained") and what the ``why`` column says."""
     verifier = row.get("verifier")
     if verifier is None or 0.90 <= verifier / row["solo"] <= 1.10:
-        return ""
+        return "", ""
     low, high = row.get("solo_range") or (row["solo"], row["solo"])
     if row.get("solo_alloc") and abs(verifier / row["solo_alloc"] - 1) <= NEAR:
-        return f"allocator: solo with the sandbox's allocator reads {row['solo_alloc']:.2f}x"
+        return "allocator", f"allocator: solo with the sandbox's allocator reads {row['solo_alloc']:.2f}x"
     if low * (1 - NEAR) <= verifier <= high * (1 + NEAR):
-        return f"solo's own spread: its runs read {low:.2f}-{high:.2f}x"
+        return "spread", f"solo's own spread: its runs read {low:.2f}-{high:.2f}x"
     if abs(verifier / row["alt"] - 1) <= NEAR:
-        return f"agrees with alternating ({row['alt']:.2f}x)"
+        return "alternating", f"agrees with alternating ({row['alt']:.2f}x)"
     extra = f", solo with the sandbox's allocator {row['solo_alloc']:.2f}x" if row.get("solo_alloc") else ""
-    return f"verifier off, unexplained: solo runs {low:.2f}-{high:.2f}x{extra}"
+    return "unexplained", f"verifier off, unexplained: solo runs {low:.2f}-{high:.2f}x{extra}"
 
 
 def row_for(build: Path, task, threads: int, settings: VerifySettings, known: dict | None = None) -> dict:
@@ -177,10 +182,7 @@ def summary(rows: list[dict]) -> dict:
             "max": max(fid), "within_0.90_1.10": sum(0.90 <= f <= 1.10 for f in fid),
             "within_0.85_1.15": sum(0.85 <= f <= 1.15 for f in fid),
             "untrusted": sum(not r.get("trusted", True) for r in rows if r.get("verifier") is not None),
-            "off_by_allocator": sum("allocator:" in r["why"] for r in rows),
-            "off_within_solo_spread": sum("solo's own spread" in r["why"] for r in rows),
-            "off_agreeing_with_alternating": sum("agrees with alternating" in r["why"] for r in rows),
-            "off_unexplained": sum("verifier off, unexplained" in r["why"] for r in rows)}
+            **{key: sum(_verifier_off(r)[0] == kind for r in rows) for kind, key in OFF_KINDS.items()}}
 
 
 def repeatability(task, settings: VerifySettings, times: int) -> dict:
