@@ -69,6 +69,9 @@ class Settings(BaseSettings):
     verify_concurrency: int = Field(1, ge=1)
     correctness_trials: int = Field(5, ge=5)
     latency_rounds: int = Field(16, ge=5)  # as the verifier's own default (docs: How a kernel is timed)
+    # the shortest timed window (ms; the verifier's own default): shorter verifies faster, but a window's
+    # fixed cost and its cold first call weigh more in the figure (docs/timing.md: smoke runs, tests)
+    latency_window_ms: float = Field(40.0, ge=1.0)
 
     # orchestration: tasks of the same level may run concurrently (they share the memory lake);
     # levels stay in order (L1 before L2). threads by default; dask for a cluster (prefect-dask):

@@ -39,7 +39,7 @@ def campaign(build: Path, lake: Path, server: FakeLLMServer, tmp: Path, *extra: 
                            *extra], capture_output=True, text=True, cwd=tmp, env=env, timeout=600)
 
 
-def test_a_rerun_of_a_finished_campaign_makes_no_llm_call(tiny_build, tmp_path):
+def test_a_rerun_of_a_finished_campaign_makes_no_llm_call(tiny_build, tmp_path, prefect_home):
     task = tiny_build.runnable()[0].task_id
     lake = tmp_path / "lake"
     with FakeLLMServer() as server:

@@ -129,14 +129,14 @@ def _committed_attempts(lake: Path) -> int:
         return reader.query("SELECT count(*) AS n FROM attempts").column("n")[0].as_py()
 
 
-def test_killed_campaign_resumes_without_duplicates_or_losses(tmp_path, tiny_build):
+def test_killed_campaign_resumes_without_duplicates_or_losses(tmp_path, tiny_build, prefect_home):
     task = tiny_build.runnable()[0]
     script = write_script(tmp_path / "s.json", [task.task_id], draft=["relu_draft_hack", "relu_draft_scalar"],
                           refine=["relu_refine_omp", "relu_refine_leaky_bug"])
     config = tmp_path / "evokernel.toml"
     config.write_text("latency_rounds = 5\n")
     lake = tmp_path / "lake"
-    env = {**os.environ, "PREFECT_HOME": str(tmp_path / "prefect"), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PREFECT_HOME": str(prefect_home), "PYTHONPATH": str(ROOT)}
     cmd = _campaign_cmd(tiny_build.root, lake, script, config) + ["--tasks", task.task_id]
     proc = subprocess.Popen(cmd, env=env, cwd=tmp_path, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -173,7 +173,7 @@ def test_waves_keep_levels_in_order_and_bound_the_width(tiny_build):
     assert [len(w) for w in task_waves(specs, 1)] == [1, 1, 1, 1, 1]
 
 
-def test_cli_on_a_dask_scheduler_reports_every_task_run_to_its_one_prefect_server(tmp_path, tiny_build):
+def test_cli_on_a_dask_scheduler_reports_every_task_run_to_its_one_prefect_server(tmp_path, tiny_build, prefect_home):
     """With no PREFECT_API_URL the CLI starts one Prefect server; the workers of a Dask scheduler (two
     worker processes started here, whose Prefect home is not the CLI's) report every task run to it,
     start no server of their own, and write every attempt to the one lake; the bar reads the lake."""
@@ -184,7 +184,7 @@ def test_cli_on_a_dask_scheduler_reports_every_task_run_to_its_one_prefect_serve
     config = tmp_path / "evokernel.toml"
     config.write_text("latency_rounds = 5\nparallel_tasks = 2\n")
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
-    env.update(PREFECT_HOME=str(tmp_path / "prefect"), PYTHONPATH=str(ROOT))
+    env.update(PREFECT_HOME=str(prefect_home), PYTHONPATH=str(ROOT))
 
     def servers_started_here() -> list:
         from prefect.server.api.server import SubprocessASGIServer
@@ -201,7 +201,7 @@ def test_cli_on_a_dask_scheduler_reports_every_task_run_to_its_one_prefect_serve
         per_worker = client.run(servers_started_here)
     assert len(per_worker) == 2 and all(found == [] for found in per_worker.values()), per_worker
     assert "Prefect API for this campaign: http://127.0.0.1:" in done.stdout and "4/4" in done.stdout
-    with sqlite3.connect(tmp_path / "prefect" / "prefect.db") as db:  # the CLI's server's database
+    with sqlite3.connect(prefect_home / "prefect.db") as db:  # the CLI's server's database
         keys = Counter(k.rsplit("-", 1)[0] for (k,) in db.execute("SELECT task_key FROM task_run"))
     assert keys == {"run_campaign_task": 2, "llm_generate": 6, "verify_code": 4, "compare_kernels": 2}
     rows = Lake.open(tmp_path / "lake").query("SELECT task_id, count(*) AS n, bool_or(feasible) AS ok "

@@ -104,7 +104,7 @@ def _verifying(pid: int) -> set[int]:
     return {p for p in _descendants(pid) if "uvicorn" not in _cmdline(p)}
 
 
-def test_ctrl_c_stops_within_10_s_and_the_printed_command_resumes_exactly(tmp_path, relu_build):
+def test_ctrl_c_stops_within_10_s_and_the_printed_command_resumes_exactly(tmp_path, relu_build, prefect_home):
     task = relu_build.runnable()[0].task_id
     script = write_script(tmp_path / "s.json", [task], draft=["relu_draft_hack", "relu_draft_scalar"],
                           refine=["relu_refine_omp", "relu_refine_leaky_bug"])
@@ -178,7 +178,7 @@ def test_an_unreachable_llm_endpoint_is_refused_before_anything_starts(tmp_path,
     assert not lake.exists() and not (tmp_path / "prefect").exists()  # no lake, no Prefect server
 
 
-def test_a_fatal_llm_error_fails_the_campaign_in_one_line(tmp_path, relu_build):
+def test_a_fatal_llm_error_fails_the_campaign_in_one_line(tmp_path, relu_build, prefect_home):
     """The endpoint answers (the check before the start passes) but refuses the first generation (HTTP 400,
     fatal): it stops the campaign, recorded `failed`, with one error line and the command that resumes it."""
     sys.path.insert(0, str(ROOT / "tests" / "llm"))

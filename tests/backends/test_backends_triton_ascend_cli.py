@@ -171,7 +171,7 @@ def write_script(path: Path) -> Path:
 @pytest.mark.slow
 @pytest.mark.timeout(1800)  # ~3 min on a quiet 2-core machine (Prefect start-up, 6 verifications); 6+ min loaded
 @pytest.mark.skipif(triton_version() is None, reason="upstream triton (the interpreter) is not installed")
-def test_scripted_campaign_on_two_triton_ascend_tasks(triton_ascend, tmp_path):
+def test_scripted_campaign_on_two_triton_ascend_tasks(triton_ascend, tmp_path, prefect_home):
     built = cli("build", "--backend", "triton-ascend", "--source", str(write_problems(tmp_path / "src")),
                 "--no-bundled", "--levels", "1", "--out", str(tmp_path / "build"), "--quiet", cwd=tmp_path)
     assert built.returncode == 0, built.stderr[-2000:]

@@ -43,6 +43,19 @@ def test_a_bad_config_value_names_the_file_and_key(tmp_path):
         inputs.settings(tmp_path)
 
 
+def test_the_timing_window_reaches_the_verifier_and_a_window_under_1_ms_is_refused(tmp_path, monkeypatch):
+    from evokernel.agent.runtime import verify_settings
+
+    monkeypatch.delenv("EVOKERNEL_LATENCY_WINDOW_MS", raising=False)  # the suite's own (tests/conftest.py)
+    assert verify_settings(inputs.settings(None)).window_ms == 40.0  # the verifier's default
+    config = tmp_path / "c.toml"
+    config.write_text("latency_window_ms = 5\n")
+    assert verify_settings(inputs.settings(config)).window_ms == 5.0
+    config.write_text("latency_window_ms = 0.5\n")
+    with pytest.raises(InputError, match=rf"^{config}: latency_window_ms: "):
+        inputs.settings(config)
+
+
 def test_evokernel_home_is_accepted_and_other_unknown_variables_are_not(monkeypatch, tmp_path):
     monkeypatch.setenv("EVOKERNEL_HOME", str(tmp_path))  # what prefect.yaml's pull step reads on a worker
     assert inputs.settings(None, budget=3).budget == 3
