@@ -3,7 +3,9 @@
 profile would), as a campaign meets them: the first verification of a process (no booted spare: the
 runner and the reference worker start, torch is imported, the build is cold) and the ones after it
 (spares booted while the previous verification ran: verifier.monitor.pool; the build cached), plus
-the compile time of the fast loader. The timing floor and the A/A noise floor: benchmarks.timing_floor.
+the compile time of the fast loader, and where the latency gate's seconds went (verifier.result.LatencyTime:
+the timed windows, drawing the inputs, staging them, checking outputs, waiting for spares). The timing
+floor and the A/A noise floor: benchmarks.timing_floor.
 
 Run: .venv/bin/python -m benchmarks.verify_speed [--repeats 3] [--rounds 30]
 """
@@ -17,6 +19,7 @@ import re
 import statistics
 import tempfile
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 from kernelbench_npu.spec import TaskSpec
@@ -99,8 +102,9 @@ def _one(name: str, repeats: int, rounds: int) -> dict:
             verdict = verify(task, candidate, "cpu", settings)
             total = time.perf_counter() - start
             assert verdict.passed, verdict.feedback
+            spent = asdict(verdict.latency.time) if verdict.latency.time else {}
             rows.append({"total": total, **per_gate(verdict), "build": verdict.facts.compile_s,
-                         "speedup": verdict.latency.speedup})
+                         "speedup": verdict.latency.speedup, **{f"latency {k[:-2]}": v for k, v in spent.items()}})
     first, rest = rows[0], rows[1:]
     return {"first": first, "next": {k: statistics.median(r[k] for r in rest) for k in rest[0]}}
 
@@ -141,9 +145,12 @@ def main() -> None:
           "verifications after the first, in the same process):")
     for name, modes in verify_s.items():
         for mode, row in modes.items():
-            gates = " ".join(f"{k}={v:.2f}" for k, v in row.items() if k not in ("total", "speedup", "build"))
+            gates = " ".join(f"{k}={v:.2f}" for k, v in row.items()
+                             if k not in ("total", "speedup", "build") and not k.startswith("latency "))
             gates += f"; of which the build itself {row['build']:.2f} s"
             print(f"  {name:16s} {mode:5s}: total {row['total']:.2f} s ({gates}); speedup {row['speedup']:.2f}x")
+            split = ", ".join(f"{k[8:]} {v:.2f}" for k, v in row.items() if k.startswith("latency "))
+            print(f"  {'':16s} {'':5s}  latency gate: {split} s")
     nexts = [modes["next"]["total"] for modes in verify_s.values()]
     print(f"median seconds per verification after the first: {statistics.median(nexts):.2f}")
 

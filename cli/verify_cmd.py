@@ -47,6 +47,9 @@ def register(app: typer.Typer) -> None:
             typer.echo(verdict.feedback)
             for warning in verdict.warnings:  # e.g. "isolation unavailable: ..." (for the user, not the LLM)
                 typer.echo(f"warning: {warning}", err=True)
+            if verdict.latency is not None and verdict.latency.time is not None:  # for the user, not the LLM
+                typer.echo(f"note: the latency gate took {verdict.gate('latency').seconds:.1f} s: "
+                           f"{verdict.latency.time.line()}", err=True)
         if verdict.infrastructure_error:
             if not as_json:
                 fail(verdict.infrastructure_error.splitlines()[0])

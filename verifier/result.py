@@ -32,6 +32,24 @@ class GateResult:
 
 
 @dataclass(frozen=True)
+class LatencyTime:
+    """Where the latency gate's wall-clock seconds went (verifier.monitor.timing): the timed windows hold
+    the kernels' work; the rest is what the protocol costs around them."""
+
+    windows_s: float = 0.0  # every side's timed windows: calibration, warm-up, observed, retimed rounds too
+    drawing_s: float = 0.0  # the reference worker drawing every call's fresh input set
+    staging_s: float = 0.0  # inputs written into each side's arena; sides stopped, continued, settled
+    checking_s: float = 0.0  # every window's outputs checked against the reference's
+    spares_s: float = 0.0  # waiting for spare processes still booting (verifier.monitor.pool.settle)
+    other_s: float = 0.0  # the rest: window sizing, the post-timing trials, the bootstrap
+
+    def line(self) -> str:
+        return (f"timed windows {self.windows_s:.2f} s, drawing inputs {self.drawing_s:.2f} s, staging "
+                f"{self.staging_s:.2f} s, checking outputs {self.checking_s:.2f} s, waiting for spares "
+                f"{self.spares_s:.2f} s, other {self.other_s:.2f} s")
+
+
+@dataclass(frozen=True)
 class LatencyResult:
     candidate_ms: float  # median over rounds
     reference_ms: float  # median over rounds, timed in the same child, interleaved
@@ -49,6 +67,7 @@ class LatencyResult:
     untrusted_reason: str = ""  # machine's outcome, never a kernel's score: evokernel.agent.attribution)
     priority: str = ""  # "raised" (the timed processes first in line for a CPU), or why not
     window_fixed_ms: float = 0.0  # what every window cost besides its calls (an empty window), subtracted
+    time: LatencyTime | None = None  # where the gate's own seconds went
 
 
 @dataclass(frozen=True)

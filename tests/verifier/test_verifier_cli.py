@@ -42,6 +42,9 @@ def test_passing_candidate_exits_0_with_json(build_dir, monkeypatch, verify_cach
     assert payload["passed"] is True and payload["failed_gate"] is None
     assert [g["name"] for g in payload["gates"]] == ["hack", "compile", "correctness", "latency"]
     assert payload["latency"]["speedup"] > 0 and "speedup" in payload["feedback"]
+    spent, gate = payload["latency"]["time"], payload["gates"][-1]
+    assert spent["windows_s"] > 0 and spent["drawing_s"] > 0 and spent["staging_s"] > 0 and spent["checking_s"] > 0
+    assert sum(spent.values()) == pytest.approx(gate["seconds"], rel=0.01)  # every second of the gate, once
 
 
 def test_failing_gate_exits_1(build_dir):

@@ -89,9 +89,21 @@ class Turn:
         return max(self.answer.ns - fixed_ns, self.answer.ns / 10) / max(1, self.answer.calls) / 1e6
 
 
+@dataclass
+class Spent:
+    """Wall-clock seconds the rounds spent, by what they did (verifier.result.LatencyTime)."""
+
+    windows: float = 0.0
+    drawing: float = 0.0
+    staging: float = 0.0
+    checking: float = 0.0
+
+
 class Rounds:
-    def __init__(self, sides: list[Side], drawer: Reference, layout: Layout, boost: Boost, machine_s: float) -> None:
+    def __init__(self, sides: list[Side], drawer: Reference, layout: Layout, boost: Boost, machine_s: float,
+                 spent: Spent | None = None) -> None:
         self.sides, self.drawer, self.layout, self.boost, self.machine_s = sides, drawer, layout, boost, machine_s
+        self.spent = spent if spent is not None else Spent()
         self.ledger = Ledger([side.pid() for side in sides])
         self.staged: dict[int, list[list]] = {}  # per side, the layout its views were staged for
         self._buffer = np.empty(0, np.uint8)  # reused round after round
@@ -119,10 +131,12 @@ class Rounds:
         specs = self._specs if again and self.can_replay(len(items)) else self.draw(items)
         self._specs = specs
         turns = [self.turn(i, specs, device, observe) for i in order]
+        started = time.perf_counter()
         try:
             check(turns)
         finally:
             turns = [replace(t, answer=t.answer.settled()) for t in turns]
+            self.spent.checking += time.perf_counter() - started
         return turns
 
     def can_replay(self, calls: int) -> bool:
@@ -151,6 +165,7 @@ class Rounds:
             self._buffer = np.empty(size, np.uint8)
         self.inputs = self._buffer[:size]
         np.copyto(self.inputs, np.frombuffer(self.drawer.arena.map, np.uint8, size))
+        self.spent.drawing += time.perf_counter() - started
         return specs
 
     def turn(self, i: int, specs: list[list], device: bool, observe: bool = False) -> Turn:
@@ -158,6 +173,7 @@ class Rounds:
         stopped and it is continued only to run: no moment to look at them before its clock starts (its
         views of the arena are staged once per layout). A device copies them in Stage, before each window."""
         side, pid = self.sides[i], self.sides[i].pid()
+        turn_started, window_s = time.perf_counter(), 0.0
         deadline, during = time.monotonic() + side.deadline_s, f"{side.name}'s timing"
         self.boost.raise_(pid)
         outside, stopping, fixed = side.outside if observe else None, None, 0
@@ -177,12 +193,15 @@ class Rounds:
                 answer = self._run(side, len(specs), deadline, during, lambda: self.ledger.mark(i))
                 if i == 0:
                     fixed = self._empty(side, deadline, during)
+                window_s = (time.monotonic_ns() - began) / 1e9
                 stopping = hold(pid)
                 faulted = page_faults(pid) - faulted
         finally:
             if stopping is None:  # a failure: stopped all the same
                 hold(pid)
             self.boost.lower(pid)
+            self.spent.windows += window_s
+            self.spent.staging += time.perf_counter() - turn_started - window_s
         side.after(answer, began)
         seen = outside.after_call(watched.samples, f"{during}, a window of {len(specs)} calls", timed=True) \
             if outside else None

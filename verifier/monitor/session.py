@@ -256,7 +256,8 @@ class Session:
         POOL.settle(STARTUP_S)  # no spare's start-up shares the cores with a timed call
         try:
             gate, self.latency = timing.latency(self.peers, trial_plan(s.correctness_trials), timing.plan_of(s), tol,
-                                                self.seed, self.reference.workload, self.peaks)
+                                                self.seed, self.reference.workload, self.peaks,
+                                                time.perf_counter() - start)
         except PeerFailure as failure:
             return compile_phase.peer_failure_gate("latency", failure, time.perf_counter() - start)
         except IntegrityProblem as problem:

@@ -36,7 +36,7 @@ import math
 import random
 import statistics
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -48,9 +48,9 @@ from verifier.monitor import window_size
 from verifier.monitor.peers import PeerFailure
 from verifier.monitor.priority import Boost
 from verifier.monitor.reference import Reference
-from verifier.monitor.rounds import Rounds, Side, Turn, disturbance
+from verifier.monitor.rounds import Rounds, Side, Spent, Turn, disturbance
 from verifier.sandbox import messages as msg
-from verifier.result import GateResult, LatencyResult
+from verifier.result import GateResult, LatencyResult, LatencyTime
 from verifier.roofline import MachinePeaks, Workload
 from verifier.seeds import derive_seed
 
@@ -97,6 +97,7 @@ class Measurement:
     trusted: bool
     untrusted_reason: str
     fixed_ms: float = 0.0  # the record side's median empty window, subtracted from every window
+    spent: Spent = field(default_factory=Spent)  # where the rounds' wall-clock time went
 
     def facts(self) -> WindowFacts:
         return WindowFacts(self.calls, self.retimed, self.trusted, self.untrusted_reason, self.priority,
@@ -108,7 +109,8 @@ def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan
     """Time every side against ``sides[0]`` (whose outputs every other side's are checked against);
     ``drawer``: the reference worker that draws the inputs (``sides[0]``'s process)."""
     with Boost() if timing.boost else _NoBoost() as boost:
-        first = Rounds(sides, drawer, window_size.single(drawer), boost, machine_s)
+        spent = Spent()
+        first = Rounds(sides, drawer, window_size.single(drawer), boost, machine_s, spent)
         first.hold_all()
         try:
             counter = _Counter()
@@ -123,14 +125,15 @@ def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan
             calls = window_size.calls_per_window(calibration, timing.window_ms, most, min(first.draw_ms),
                                                  *timing.sizing())
             layout = window_size.resize(sides, calls, most, drawer, owned)
-            rounds = Rounds(sides, drawer, layout, boost, machine_s)
+            rounds = Rounds(sides, drawer, layout, boost, machine_s, spent)
             counted, disturbed, reasons = _play(rounds, sides, drawer, plan, timing, tol, seed, counter, device, most)
         finally:
             first.release_all()
         priority = "raised" if boost.granted else boost.reason
     _late_work(counted or disturbed, sides)
     fixed = window_size.fixed_cost([t for turns in [calibration, *counted, *disturbed] for t in turns])
-    return _measurement(counted, disturbed, sides, rounds.layout.calls, reasons, priority, timing, fixed)
+    return replace(_measurement(counted, disturbed, sides, rounds.layout.calls, reasons, priority, timing, fixed),
+                   spent=spent)
 
 
 def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan, tol: Tolerance,
@@ -343,12 +346,16 @@ def after_timing(peers: Peers, side: Side, plan: list, tol: Tolerance, reference
 
 
 def latency(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: int,
-            workload: Workload | None, peaks: MachinePeaks | None) -> tuple[GateResult, LatencyResult]:
-    start = time.perf_counter()
+            workload: Workload | None, peaks: MachinePeaks | None, spares_s: float = 0.0) -> tuple[GateResult, LatencyResult]:
+    """The latency gate (``spares_s``: what the session waited for booting spares first, counted in its time)."""
+    start = time.perf_counter() - spares_s
     peers.spent_ns = 0
     sides = [reference_side(peers), candidate_side(peers)]
     measured = measure(sides, peers.reference, plan, timing, tol, seed, peers.staged, peers.machine_s, peers.arenas)
     after_timing(peers, sides[1], plan, tol, sides[0])
     times = PairedTimes(measured.times[1], measured.times[0])
     result = summarise(times, timing.resamples, timing.bound, workload=workload, peaks=peaks, facts=measured.facts())
-    return latency_gate(result, time.perf_counter() - start), result
+    seconds, spent = time.perf_counter() - start, measured.spent
+    parts = (spent.windows, spent.drawing, spent.staging, spent.checking, spares_s)
+    result = replace(result, time=LatencyTime(*parts, other_s=max(0.0, seconds - sum(parts))))
+    return latency_gate(result, seconds), result
