@@ -346,7 +346,8 @@ def after_timing(peers: Peers, side: Side, plan: list, tol: Tolerance, reference
 
 
 def latency(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: int,
-            workload: Workload | None, peaks: MachinePeaks | None, spares_s: float = 0.0) -> tuple[GateResult, LatencyResult]:
+            workload: Workload | None, peaks: MachinePeaks | None,
+            spares_s: float = 0.0) -> tuple[GateResult, LatencyResult]:
     """The latency gate (``spares_s``: what the session waited for booting spares first, counted in its time)."""
     start = time.perf_counter() - spares_s
     peers.spent_ns = 0
