@@ -349,14 +349,14 @@ def latency(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: 
             workload: Workload | None, peaks: MachinePeaks | None,
             spares_s: float = 0.0) -> tuple[GateResult, LatencyResult]:
     """The latency gate (``spares_s``: what the session waited for booting spares first, counted in its time)."""
-    start = time.perf_counter() - spares_s
+    start = time.perf_counter()
     peers.spent_ns = 0
     sides = [reference_side(peers), candidate_side(peers)]
     measured = measure(sides, peers.reference, plan, timing, tol, seed, peers.staged, peers.machine_s, peers.arenas)
     after_timing(peers, sides[1], plan, tol, sides[0])
     times = PairedTimes(measured.times[1], measured.times[0])
     result = summarise(times, timing.resamples, timing.bound, workload=workload, peaks=peaks, facts=measured.facts())
-    seconds, spent = time.perf_counter() - start, measured.spent
+    seconds, spent = time.perf_counter() - start + spares_s, measured.spent
     parts = (spent.windows, spent.drawing, spent.staging, spent.checking, spares_s)
     result = replace(result, time=LatencyTime(*parts, other_s=max(0.0, seconds - sum(parts))))
     return latency_gate(result, seconds), result
