@@ -69,6 +69,55 @@ def test_the_near_duplicate_is_the_same_every_time_it_is_drawn(monkeypatch):
         torch.set_num_threads(previous)
 
 
+SHARED = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x, xt, k):
+        return x.add_(1.0) + xt.sum() + k
+
+
+def get_inputs():
+    x = torch.randn(64, 32)
+    return [x, x.t(), 3]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_every_trial_is_drawn_once_and_each_copy_is_what_drawing_again_gives():
+    """The reference worker keeps each trial's draw (inputs.TrialInputs) for the monitor's second draw
+    of it: every trial's copy, probes included, is bit for bit inputs_for's, however the previous copy
+    was changed in place, with the same strides and storage sharing; a draw is dropped once every
+    trial built on it was served, and nothing is kept beyond the budget."""
+    problem, seed = inp.load_problem(SHARED), 4321
+    plan = inp.plan(5)
+    kept = inp.TrialInputs(problem, seed, plan)
+    for trial in plan:
+        for _ in range(2):
+            got, fresh = kept.get(trial), inp.inputs_for(problem, seed, trial)
+            assert torch.equal(got[0], fresh[0]) and got[2] == fresh[2] == 3
+            assert torch.equal(got[1], fresh[1]) and got[1].stride() == fresh[1].stride()
+            shared = [g[1].untyped_storage().data_ptr() == g[0].untyped_storage().data_ptr() for g in (got, fresh)]
+            assert shared[0] == shared[1]
+            got[0].add_(1.0)  # what the reference's forward does
+    assert set(kept.kept) == {t.index for t in plan if t.kind != "perturb" and t.distribution != "near-duplicate"}
+    for trial in plan:
+        kept.served(trial)
+    assert kept.kept == {}
+    nothing = inp.TrialInputs(problem, seed, plan, budget=64 * 32 * 4 - 1)
+    assert torch.equal(nothing.get(plan[0])[0], inp.inputs_for(problem, seed, plan[0])[0]) and nothing.kept == {}
+    base = [t for t in plan if t.kind == "audit"][0]
+    kept = inp.TrialInputs(problem, seed, plan)
+    kept.get(base)
+    kept.served(base)  # the near-duplicate still needs its base
+    assert base.index in kept.kept
+
+
 # A thread the candidate leaves behind, started in ModelNew's constructor (so it is part of the runner's
 # baseline, never "extra"): it spins in user space, or inside one long system call at a time (faulting
 # in fresh pages with MADV_POPULATE_WRITE, which SIGSTOP does not interrupt). The static policy would

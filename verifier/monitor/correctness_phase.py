@@ -117,9 +117,17 @@ def _agree(first: tuple[np.ndarray, ...], second: tuple[np.ndarray, ...], peers:
     for a, b in zip(first, second):
         if a.shape != b.shape or a.dtype != b.dtype:
             return False
+        if _same_bits(a, b):  # a deterministic kernel's usual case: no float64 copies (0.1-0.6 s for 8M elements)
+            continue
         if not np.allclose(a.astype(np.float64), b.astype(np.float64), rtol=tol.rtol, atol=tol.atol, equal_nan=True):
             return False
     return True
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays of one shape and dtype hold the same bytes (NaNs of one payload included)."""
+    return np.array_equal(np.ascontiguousarray(a).reshape(-1).view(np.uint8),
+                          np.ascontiguousarray(b).reshape(-1).view(np.uint8))
 
 
 def correctness(peers: Peers, plan: list, tol: Tolerance, start: float) -> tuple[GateResult, int]:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
+
 from verifier.sandbox.observer import Observation, ObserverPage
 
 
@@ -60,5 +62,8 @@ class Watch:
 
 
 def inputs_changed(runner_arena, reference_arena, span: int) -> bool:
-    """The runner's copy of a call's inputs differs from the reference worker's (never given to the candidate)."""
-    return runner_arena.map[:span] != reference_arena.map[:span]
+    """The runner's copy of a call's inputs differs from the reference worker's (never given to the candidate).
+    Compared as 8-byte words in place (slicing the maps copied both, 12x slower: 47 ms for 32 MiB)."""
+    words = span // 8
+    mine, theirs = (np.frombuffer(a.map, np.uint64, words) for a in (runner_arena, reference_arena))
+    return not np.array_equal(mine, theirs) or runner_arena.map[words * 8:span] != reference_arena.map[words * 8:span]

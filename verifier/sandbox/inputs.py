@@ -15,6 +15,7 @@ values returns a stale output). Reference-worker side only (imports torch).
 
 from __future__ import annotations
 
+import copy
 import types
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ from verifier.seeds import derive_seed
 
 PERTURB_FRACTION = 0.05
 NEAR_DUPLICATE_FRACTION = 0.001  # of the first float input's elements, at least one
+KEPT_INPUT_BYTES = 768 << 20  # trial draws the reference worker keeps (TrialInputs), within its 6 GiB address space
 
 
 @dataclass(frozen=True)
@@ -106,15 +108,63 @@ def shuffle_some(inputs: list, seed: int, fraction: float, tag: str) -> None:
 
 def inputs_for(problem: Problem, seed: int, trial: Trial) -> list:
     """The inputs of any trial, perturbation probe included (its base is trial 0)."""
+    return TrialInputs(problem, seed, [], budget=0).get(trial)
+
+
+class TrialInputs:
+    """Every trial's inputs (:func:`inputs_for`), each drawn once per verification. The reference worker
+    draws a trial's inputs to compute its outputs, and again for the monitor to stage them (a full-size
+    8M-element input took ~80 ms a draw here, 10 draws a verification); so the task's draws
+    (:func:`make_inputs`, keyed by the trial that seeds them) are kept, within ``budget`` bytes, and
+    handed out as copies: bit for bit what drawing again gives, whatever the caller then does to them
+    (the reference's forward may work in place; the probes change them). A kept draw is dropped once
+    every trial built on it was handed to the monitor (:meth:`served`)."""
+
+    def __init__(self, problem: Problem, seed: int, trials: list[Trial], budget: int = KEPT_INPUT_BYTES) -> None:
+        self.problem, self.seed, self.budget = problem, seed, budget
+        self.kept: dict[int, list] = {}
+        self.users = {t.index: {u.index for u in trials if _base(u).index == t.index} for t in trials}
+
+    def get(self, trial: Trial) -> list:
+        """``inputs_for(problem, seed, trial)``, from the kept draw where there is one."""
+        inputs = self._drawn(_base(trial))
+        if trial.kind == "perturb":
+            perturb_in_place(inputs, self.seed)
+        elif trial.distribution == "near-duplicate":
+            shuffle_some(inputs, self.seed, NEAR_DUPLICATE_FRACTION, "near-duplicate")
+        return inputs
+
+    def served(self, trial: Trial) -> None:
+        """``trial``'s inputs were handed to the monitor: its base draw is dropped once no trial needs it."""
+        base = _base(trial).index
+        self.users.get(base, set()).discard(trial.index)
+        if not self.users.get(base):
+            self.kept.pop(base, None)
+
+    def _drawn(self, base: Trial) -> list:
+        kept = self.kept.get(base.index)
+        if kept is not None:
+            return copy.deepcopy(kept)  # a memo per call: inputs sharing a storage still share it
+        inputs = make_inputs(self.problem, self.seed, base)
+        if self.users.get(base.index) and _bytes(inputs) <= self.budget - sum(map(_bytes, self.kept.values())):
+            self.kept[base.index] = copy.deepcopy(inputs)
+        return inputs
+
+
+def _bytes(value) -> int:
+    """The storage bytes of the tensors in ``value`` (lists and tuples followed)."""
+    if isinstance(value, torch.Tensor):
+        return value.untyped_storage().nbytes()
+    return sum(map(_bytes, value)) if isinstance(value, (list, tuple)) else 0
+
+
+def _base(trial: Trial) -> Trial:
+    """The trial whose draw (:func:`make_inputs`) ``trial``'s inputs start from."""
     if trial.kind == "perturb":
-        inputs = make_inputs(problem, seed, Trial(0, "check", DISTRIBUTIONS[0]))
-        perturb_in_place(inputs, seed)
-        return inputs
+        return Trial(0, "check", DISTRIBUTIONS[0])
     if trial.distribution == "near-duplicate":
-        inputs = make_inputs(problem, seed, Trial(trial.index - 1, trial.kind, TIMED))
-        shuffle_some(inputs, seed, NEAR_DUPLICATE_FRACTION, "near-duplicate")
-        return inputs
-    return make_inputs(problem, seed, trial)
+        return Trial(trial.index - 1, trial.kind, TIMED)
+    return trial
 
 
 def to_numpy(t: torch.Tensor):

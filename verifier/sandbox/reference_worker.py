@@ -77,6 +77,7 @@ class Worker:
         self.send(msg.RefInit(encode_torch(init, arrays), tuple(arrays)))
         (self.model,) = inp.build_models(self.problem, [self.problem.Model], cfg.init_seed)
         self.plan = inp.plan(cfg.correctness_trials)
+        self.trial_inputs = inp.TrialInputs(self.problem, cfg.input_seed, self.plan)
         wide = Fp64Model(self.model)
         for trial in self.plan:
             self.send(self.trial(trial, wide))
@@ -90,7 +91,7 @@ class Worker:
 
         from verifier.sandbox import values as wire
 
-        inputs = self.inp.inputs_for(self.problem, self.cfg.input_seed, trial)
+        inputs = self.trial_inputs.get(trial)
         rng_before = torch.random.get_rng_state()
         with torch.no_grad():
             result = self.model(*inputs)
@@ -110,7 +111,7 @@ class Worker:
         from verifier.sandbox.workload import count_workload
 
         try:
-            work = count_workload(self.model, self.inp.inputs_for(self.problem, self.cfg.input_seed, self.plan[0]))
+            work = count_workload(self.model, self.trial_inputs.get(self.plan[0]))
         except Exception as exc:  # an op the dispatch counters cannot follow
             print(f"workload not counted: {type(exc).__name__}: {exc}", file=sys.stderr)
             return None
@@ -161,7 +162,10 @@ class Worker:
 
     def draw(self, index: int, timing: bool) -> list:
         if not timing:
-            return self.inp.inputs_for(self.problem, self.cfg.input_seed, self.plan[index])
+            trial = self.plan[index]
+            inputs = self.trial_inputs.get(trial)
+            self.trial_inputs.served(trial)
+            return inputs
         return self.inp.timed_inputs(self.problem, derive_seed(self.cfg.input_seed, "timing"), index)
 
 
