@@ -31,3 +31,36 @@ def test_early_failure_leaves_no_reader_and_the_next_verification_is_intact(tmp_
         passed = verify(task, EXAMPLE_CANDIDATE, "cpu", settings)
         assert passed.passed, passed.feedback
         assert not _readers()
+
+
+def _held() -> dict:
+    from verifier.monitor.pool import POOL
+
+    with POOL._lock:
+        return {key[-1]: site.process.pid() for key, site in POOL._used.items()}
+
+
+def test_the_next_verification_of_the_same_task_reuses_its_reference_worker_with_the_same_outcome(tmp_path,
+                                                                                                  verify_cache):
+    """A reference worker never sees candidate code: released cleanly, it serves the next verification of
+    the same task (no start-up), computing the same references from the same seed; another task gets a
+    worker of its own, and a failed build still releases the worker (it finished its references)."""
+    from verifier.monitor.reference import task_key
+
+    task = make_task(EXAMPLE_TASK, "example/linear_relu", tmp_path)
+    other = make_task(EXAMPLE_TASK.replace("get_inputs():", "get_inputs():  # another task"), "example/other", tmp_path)
+    settings = VerifySettings.for_tests(verify_cache, seed=11)
+    key, other_key = task_key(task.source, task.dtype), task_key(other.source, other.dtype)
+    first = verify(task, EXAMPLE_CANDIDATE, "cpu", settings)
+    assert first.passed, first.feedback
+    worker = _held()[key]
+    again = verify(task, EXAMPLE_CANDIDATE, "cpu", settings)
+    assert again.passed, again.feedback
+    assert _held()[key] == worker  # taken, used and held again
+    assert again.gates[2].detail == first.gates[2].detail  # the float64 check's worst ratio too: same references
+    assert verify(other, EXAMPLE_CANDIDATE, "cpu", settings).passed
+    held = _held()
+    assert held[key] == worker and held[other_key] != worker
+    failed = verify(task, LINK_ERROR, "cpu", settings)
+    assert failed.failed_gate == "compile", failed.feedback
+    assert not _readers()

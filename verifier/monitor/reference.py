@@ -25,6 +25,7 @@ from verifier.sandbox.spawn import Sandboxed
 from verifier.sandbox.values import layouts_in
 
 MAX_TRIAL = 1 << 31
+RELEASE_S = 10.0  # the worker's answer to Stop (it drops the verification's tensors and unmaps its arena)
 
 
 class ReferenceFailed(RuntimeError):
@@ -37,8 +38,13 @@ class ReferenceFailed(RuntimeError):
 _WORKLOADS: dict[str, Workload] = {}
 
 
+def task_key(task_source: str, dtype: str) -> str:
+    """What a reference worker's state after a verification depends on: the task (its module ran) and dtype."""
+    return hashlib.sha256(f"{dtype}\0{task_source}".encode()).hexdigest()
+
+
 def _workload_key(start: msg.RefStart) -> str:
-    return hashlib.sha256(f"{start.dtype}\0{start.task_source}".encode()).hexdigest()
+    return task_key(start.task_source, start.dtype)
 
 
 class Reference:
@@ -89,6 +95,19 @@ class Reference:
         self._thread.join(timeout=1.0)
         if self.error or self._thread.is_alive():
             raise ReferenceFailed(self.error or "the reference worker did not finish in time")
+
+    def release(self, wait_s: float = RELEASE_S) -> bool:
+        """End the worker's part in this verification (Stop); True when it finished every step cleanly and
+        answered that it dropped the verification, so it can serve another one of the same task."""
+        if not self._done.is_set() or self.error or self.init is None or not self.process.alive():
+            return False
+        if not self.process.send(msg.Stop()):
+            return False
+        try:
+            answer = receive(self.process, time.monotonic() + wait_s, (msg.RefReleased,), "releasing the worker")
+        except PeerFailure:
+            return False
+        return answer.reusable is True
 
     def outputs(self, index: int) -> ReferenceOutputs:
         found = self.trials.get(index)

@@ -30,7 +30,7 @@ from verifier.monitor.builds import BuildLimits, BuildService
 from verifier.monitor.correctness_phase import IntegrityProblem, Peers, correctness
 from verifier.monitor.peers import PeerFailure
 from verifier.monitor.pool import POOL
-from verifier.monitor.reference import Reference, ReferenceFailed
+from verifier.monitor.reference import Reference, ReferenceFailed, task_key
 from verifier.monitor.sites import RunnerSite, RunnerSpec
 from verifier.monitor.cpu_sampler import PERIOD_NS, SPARSE_PERIOD_NS, CpuSampler
 from verifier.monitor.outside import OutsideWatch
@@ -80,6 +80,8 @@ class Session:
         self.runner: RunnerSite | None = None
         self.reference: Reference | None = None
         self._sites: list = []
+        self._reference_site = None
+        self._task = ""
         self._arenas: list[Arena] = []
         self.warnings: tuple[str, ...] = ()
         self.threads_before = 0  # the runner's OS threads before the candidate's code (the thread budget's base)
@@ -91,7 +93,7 @@ class Session:
     def run(self, hack: GateResult, through: str = "latency") -> SessionResult:
         """The gates after the static one, in order, up to ``through``; a session run through an earlier
         gate keeps its processes for the caller (verifier.compare times several together), who closes it."""
-        gates = [hack]
+        gates, ended = [hack], False
         phases = (("compile", self._compile), ("correctness", self._correctness), ("latency", self._latency))
         try:
             self._start()
@@ -106,11 +108,12 @@ class Session:
                 gates.append(gate)
                 if not gate.passed and not is_unavailable(gate):
                     break
+            ended = True
         except ReferenceFailed as exc:
             raise InfrastructureError(str(exc)) from None
         finally:
             if through == "latency":
-                self.close()
+                self.close(reuse=ended)
         last = gates[-1]
         return SessionResult(tuple(gates), self.latency if last.name == "latency" and last.passed else None,
                              self.facts, self.warnings)
@@ -120,8 +123,10 @@ class Session:
         deadline = time.monotonic() + STARTUP_S
         device = self.c.backend.device()
         if self.plan.runs("correctness"):
-            site = POOL.reference(s.threads, s.memory_limit_mb, device != "cpu", size)
+            self._task = task_key(self.c.task_source, self.c.task.dtype)
+            site = POOL.reference(s.threads, s.memory_limit_mb, device != "cpu", size, self._task)
             self._sites.append(site)
+            self._reference_site = site
             try:
                 site.wait_ready(deadline)
             except ChannelError as exc:
@@ -265,12 +270,18 @@ class Session:
         return gate
 
     # ---- the end -------------------------------------------------------------------------------------
-    def close(self) -> None:
+    def close(self, reuse: bool = False) -> None:
+        """Every process and arena of the verification closed; ``reuse``: the verification ran to its end,
+        so its reference worker, if it released cleanly, is held for the next one of the same task."""
         if self.outside is not None:
             self.outside.close()
             self.outside = None
+        s = self.settings
         for site in self._sites:
-            site.close()
+            if reuse and site is self._reference_site and self.reference is not None and self.reference.release():
+                POOL.keep(site, s.threads, s.memory_limit_mb, self.c.backend.device() != "cpu", self._task)
+            else:
+                site.close()
         for arena in self._arenas:
             arena.close()
         self._sites, self._arenas = [], []

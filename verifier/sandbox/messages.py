@@ -205,6 +205,15 @@ class RefDone:
 
 
 @dataclass(frozen=True)
+class RefReleased:
+    """The reference worker's answer to Stop: its verification is over, and whether it dropped everything
+    of it (its arena unmapped) and waits for another RefStart (verifier.monitor.pool reuses it)."""
+
+    KIND: ClassVar[str] = "ref-released"
+    reusable: bool
+
+
+@dataclass(frozen=True)
 class Attach:
     """The arena's descriptor rides on this frame."""
 
@@ -233,7 +242,7 @@ KEPT_OUTPUTS = 8  # earlier windows' outputs a peer keeps alive: a fresh output 
 
 MESSAGES = {cls.KIND: cls for cls in (Boot, Ready, Start, BuildRequest, BuildReply, Imported, LoadFailed, Init,
                                       Constructed, Stage, Staged, Run, Ran, Collect, Collected, CallFailed, Stop,
-                                      RefStart, RefInit, RefTrial, RefWorkload, RefDone, Attach, Draw, Drawn)}
+                                      RefStart, RefInit, RefTrial, RefWorkload, RefDone, RefReleased, Attach, Draw, Drawn)}
 _TYPES = {"str": str, "int": int, "float": (int, float), "bool": bool, "dict": dict, "list": list, "tuple": (list, tuple)}
 
 

@@ -15,7 +15,12 @@ writes a trial's inputs, or a timed call's fresh inputs, into the arena at the o
 names (the monitor copies them into the runner's arena itself), and windows of calls (Stage, Run,
 Collect) run the reference on the arena's inputs (the reference side of the paired timing, timed by
 the monitor).
-The inputs are made from the seed again for each Draw, so no copy of them stays anywhere.
+A trial's inputs are drawn once: the draw is kept (verifier.sandbox.inputs.TrialInputs) until the monitor
+has drawn it into the arena; timed calls' inputs are made from the seed for each Draw.
+
+Stop ends the verification (RefReleased): the worker drops everything of it, unmaps its arena and waits
+for the next RefStart: the monitor reuses it for the next verification of the same task
+(verifier.monitor.pool), never for another task (a task's module may change torch's global state).
 
 References are computed on the CPU, in the task's dtype and in float64.
 """
@@ -118,7 +123,8 @@ class Worker:
         return msg.RefWorkload(work.bytes_moved, work.flops)
 
     # ---- the timing service ------------------------------------------------------------------------
-    def serve(self) -> None:
+    def serve(self) -> bool:
+        """The timing service, until Stop; whether the worker can serve another verification."""
         from verifier.sandbox.serve import CallServer
 
         device = self.cfg.device
@@ -131,6 +137,29 @@ class Worker:
             model, sync, flush = copy.deepcopy(self.model).to(device), synchronizer(device), flusher(device)
         self.server = CallServer(self.channel, model, device, sync, flush=flush)
         self.server.serve(self.handle)
+        reusable = self.forget()
+        self.send(msg.RefReleased(reusable))
+        return reusable
+
+    def forget(self) -> bool:
+        """After Stop: every reference to the verification dropped, its arena unmapped; False when a view
+        of the arena outlived it (the worker then ends: a mapping it kept would hold the arena's memory)."""
+        import gc
+
+        server, self.server = self.server, None
+        arena, server.arena = server.arena, None
+        server.staged, server.outputs, server.inputs_run, server.kept = [], [], [], []
+        self.model = self.problem = self.plan = self.trial_inputs = None
+        del server
+        gc.collect()
+        if arena is None or arena.map is None:
+            return True
+        try:
+            arena.map.close()
+        except BufferError:
+            return False
+        arena.close()
+        return True
 
     def handle(self, request, _fds: list[int]) -> None:
         """Draw: input sets (a trial's, or a timed call's fresh ones), made from the seed, written into the
@@ -197,9 +226,10 @@ def main(argv: list[str]) -> int:
     worker = Worker(Channel.from_fd(int(argv[1])))
     worker.send(msg.Ready(on, "" if on else "no seccomp filter on this platform", len(os.listdir("/proc/self/task")),
                           "none"))
-    worker.start()
-    worker.serve()
-    return 0
+    while True:  # one verification after another while the monitor reuses the worker for the same task
+        worker.start()
+        if not worker.serve():
+            return 0
 
 
 if __name__ == "__main__":
