@@ -37,7 +37,7 @@ def _held() -> dict:
     from verifier.monitor.pool import POOL
 
     with POOL._lock:
-        return {key[-1]: site.process.pid() for key, site in POOL._used.items()}
+        return {key[-1]: site.process.pid() for key, site in POOL._used}
 
 
 def test_the_next_verification_of_the_same_task_reuses_its_reference_worker_with_the_same_outcome(tmp_path,

@@ -32,7 +32,7 @@ class Pool:
         self._lock = threading.Lock()
         self._runners: dict[RunnerSpec, list[RunnerSite]] = {}
         self._references: dict[tuple[int, int, bool], list[ReferenceSite]] = {}
-        self._used: dict[tuple[int, int, bool, str], ReferenceSite] = {}  # released by a verification, per task
+        self._used: list[tuple[tuple[int, int, bool, str], ReferenceSite]] = []  # released by verifications, oldest first
         atexit.register(self.close)
 
     def runner(self, spec: RunnerSpec, size: int) -> RunnerSite:
@@ -54,7 +54,8 @@ class Pool:
         booted spare, else a new one."""
         key = (threads, memory_mb, devices)
         with self._lock:
-            used = self._used.pop((*key, task), None) if task else None
+            found = [i for i, (k, _) in enumerate(self._used) if task and k == (*key, task)]
+            used = self._used.pop(found[-1])[1] if found else None
         if used is not None and used.process.alive():
             return used
         if used is not None:
@@ -69,11 +70,9 @@ class Pool:
         """Hold a reference worker a verification of ``task`` released, for the next one of the same task
         (its start-up saved: ~1.3 s of CPU); the :data:`USED_MOST` most recent are held."""
         with self._lock:
-            previous = self._used.pop((threads, memory_mb, devices, task), None)
-            self._used[(threads, memory_mb, devices, task)] = site
-            oldest = list(self._used)[:-USED_MOST]
-            dropped = [self._used.pop(k) for k in oldest]
-        for old in ([previous] if previous is not None else []) + dropped:
+            self._used.append(((threads, memory_mb, devices, task), site))
+            dropped, self._used = self._used[:-USED_MOST], self._used[-USED_MOST:]
+        for _, old in dropped:
             old.close()
 
     def _refill(self, table: dict, key, size: int, make) -> None:
@@ -108,7 +107,7 @@ class Pool:
     def _held(self) -> list:
         """Every spare held now (call with the lock held)."""
         return [s for spares in (*self._runners.values(), *self._references.values()) for s in spares] + \
-            list(self._used.values())
+            [site for _, site in self._used]
 
     def spare_launcher_pids(self) -> set[int]:
         """The launcher pids of the spares held now (processes that saw no candidate yet)."""
@@ -119,7 +118,7 @@ class Pool:
     def close(self) -> None:
         with self._lock:
             sites = self._held()
-            self._runners, self._references, self._used = {}, {}, {}
+            self._runners, self._references, self._used = {}, {}, []
         for site in sites:
             site.close()
 
