@@ -142,8 +142,9 @@ class Worker:
         return reusable
 
     def forget(self) -> bool:
-        """After Stop: every reference to the verification dropped, its arena unmapped; False when a view
-        of the arena outlived it (the worker then ends: a mapping it kept would hold the arena's memory)."""
+        """After Stop: every reference to the verification dropped, its arena unmapped, the freed heap
+        returned; False when a view of the arena outlived it (the worker then ends: a mapping it kept would
+        hold the arena's memory)."""
         import gc
 
         server, self.server = self.server, None
@@ -152,13 +153,13 @@ class Worker:
         self.model = self.problem = self.plan = self.trial_inputs = None
         del server
         gc.collect()
-        if arena is None or arena.map is None:
-            return True
-        try:
-            arena.map.close()
-        except BufferError:
-            return False
-        arena.close()
+        if arena is not None and arena.map is not None:
+            try:
+                arena.map.close()
+            except BufferError:
+                return False
+            arena.close()
+        _trim_heap()
         return True
 
     def handle(self, request, _fds: list[int]) -> None:
@@ -196,6 +197,17 @@ class Worker:
             self.trial_inputs.served(trial)
             return inputs
         return self.inp.timed_inputs(self.problem, derive_seed(self.cfg.input_seed, "timing"), index)
+
+
+def _trim_heap() -> None:
+    """Hand the freed heap back to the system (the sandbox's allocator keeps it: a high trim threshold),
+    so that a held worker does not keep its last task's memory and starts the next like a fresh one."""
+    import ctypes
+
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def msg_fp64_empty():
