@@ -153,6 +153,9 @@ class Worker:
         self.model = self.problem = self.plan = self.trial_inputs = None
         del server
         gc.collect()
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.cuda.is_initialized():  # a device's timed calls: its cached blocks too
+            torch.cuda.empty_cache()
         if arena is not None and arena.map is not None:
             try:
                 arena.map.close()
