@@ -66,11 +66,12 @@ class Pool:
             self._references[key] = spares
         return site or ReferenceSite(threads, memory_mb, devices)
 
-    def keep(self, site: ReferenceSite, threads: int, memory_mb: int, devices: bool, task: str) -> None:
-        """Hold a reference worker a verification of ``task`` released, for the next one of the same task
-        (its start-up saved: ~1.3 s of CPU); the :data:`USED_MOST` most recent are held."""
+    def keep(self, site: ReferenceSite, key: tuple[int, int, bool, str]) -> None:
+        """Hold a reference worker a verification released, under ``key`` (threads, memory, devices, task:
+        :meth:`reference`'s arguments), for the next one of the same task (its start-up saved: ~1.3 s of
+        CPU); the :data:`USED_MOST` most recent are held."""
         with self._lock:
-            self._used.append(((threads, memory_mb, devices, task), site))
+            self._used.append((key, site))
             dropped, self._used = self._used[:-USED_MOST], self._used[-USED_MOST:]
         for _, old in dropped:
             old.close()

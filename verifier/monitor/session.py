@@ -81,7 +81,7 @@ class Session:
         self.reference: Reference | None = None
         self._sites: list = []
         self._reference_site = None
-        self._task = ""
+        self._held_as: tuple = ()  # the pool's key for the reference worker (Pool.keep)
         self._arenas: list[Arena] = []
         self.warnings: tuple[str, ...] = ()
         self.threads_before = 0  # the runner's OS threads before the candidate's code (the thread budget's base)
@@ -123,8 +123,9 @@ class Session:
         deadline = time.monotonic() + STARTUP_S
         device = self.c.backend.device()
         if self.plan.runs("correctness"):
-            self._task = task_key(self.c.task_source, self.c.task.dtype)
-            site = POOL.reference(s.threads, s.memory_limit_mb, device != "cpu", size, self._task)
+            task = task_key(self.c.task_source, self.c.task.dtype)
+            self._held_as = (s.threads, s.memory_limit_mb, device != "cpu", task)
+            site = POOL.reference(*self._held_as[:3], size, self._held_as[3])
             self._sites.append(site)
             self._reference_site = site
             try:
@@ -276,10 +277,9 @@ class Session:
         if self.outside is not None:
             self.outside.close()
             self.outside = None
-        s = self.settings
         for site in self._sites:
             if reuse and site is self._reference_site and self.reference is not None and self.reference.release():
-                POOL.keep(site, s.threads, s.memory_limit_mb, self.c.backend.device() != "cpu", self._task)
+                POOL.keep(site, self._held_as)
             else:
                 site.close()
         for arena in self._arenas:
