@@ -219,3 +219,57 @@ def test_the_seccomp_filter_reaches_threads_started_before_it():
         print("survived")
     """)
     assert result.returncode == -31 and "forked" not in result.stdout  # SIGSYS
+
+
+MONITOR = '''
+import os, signal, sys, time
+from verifier.monitor.freeze import hold
+from verifier.monitor.sites import Site
+from verifier.sandbox.spawn import Sandboxed, clean_env
+
+site = Site("runner")
+policy, import_root = site.policy()
+process = Sandboxed([sys.executable, "-c", "import time; time.sleep(120)  # MARKER"], policy, site.work,
+                    clean_env(1, site.work, import_root), channel=False)
+hold(process.pid())
+print(process.pid(), flush=True)
+time.sleep(120)
+'''
+
+
+def _with_marker(marker: str) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_stopped_sandbox_process_dies_with_the_monitor_that_stopped_it(tmp_path):
+    """A monitor killed outright (SIGKILL, the OOM killer) while a side is stopped between its windows, or
+    a spare is held during a window: the stopped process cannot read the end of its channel, so its
+    launcher, watching the monitor, kills it."""
+    import signal
+    import time
+
+    marker = f"MARKER {tmp_path.name}"
+    monitor = subprocess.Popen([sys.executable, "-c", MONITOR.replace("MARKER", marker)], stdout=subprocess.PIPE,
+                               text=True, env={**os.environ, "TMPDIR": str(tmp_path)})
+    try:
+        pid = int(monitor.stdout.readline())
+        assert pid in _with_marker(marker)
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        assert state in ("T", "t"), state
+        monitor.send_signal(signal.SIGKILL)
+        monitor.wait(10)
+        deadline = time.monotonic() + 15
+        while _with_marker(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _with_marker(marker) == []
+    finally:
+        monitor.kill()
+        for left in _with_marker(marker):
+            os.kill(left, signal.SIGKILL)

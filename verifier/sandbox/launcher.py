@@ -11,7 +11,11 @@ verifier.sandbox.spawn in a new session) does, with the policy from ``EVOKERNEL_
    no_new_privs, Landlock, the builder's seccomp filter); KEEP_FDS (comma-separated) are inherited;
 3. writes one JSON line to STATUS_FD: the process's pid (as the monitor sees it) and, if the
    namespaces could not be made, why (the verdict warns); then waits and mirrors the exit status (a
-   signal death is re-raised on itself, so the monitor still reads "killed by SIGSYS").
+   signal death is re-raised on itself, so the monitor still reads "killed by SIGSYS");
+4. while it waits, watches the monitor (``EVOKERNEL_MONITOR_PID``, its parent, through a pidfd): when
+   the monitor dies, however it died (SIGKILL, the OOM killer), the process is killed. A process the
+   monitor had stopped (SIGSTOP: a side between its timed windows, a spare held while a window runs)
+   would otherwise never read the end of its channel and stay stopped, holding its memory, forever.
 
 This process has a single thread, so the fork is safe. A policy that cannot be applied stops the
 verification (exit code 70, reason in the log) rather than running the process unconfined.
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -28,6 +33,7 @@ import sys
 from verifier.sandbox import isolation
 
 ISOLATION_FAILED = 70
+MONITOR_ENV = "EVOKERNEL_MONITOR_PID"  # the pid of the process that started this launcher (its parent)
 
 
 def _confine(policy: isolation.Policy) -> None:
@@ -42,6 +48,10 @@ def main(argv: list[str]) -> int:
     status_fd, keep = int(argv[1]), tuple(int(fd) for fd in argv[2].split(",") if fd)
     command = argv[argv.index("--") + 1:]
     policy = isolation.Policy.from_env(os.environ.pop(isolation.POLICY_ENV, "{}"))
+    monitor = _watch_monitor(os.environ.pop(MONITOR_ENV, ""))
+    if monitor == -1:
+        print("sandbox launcher: the monitor that started it is gone", file=sys.stderr)
+        return ISOLATION_FAILED
     os.set_inheritable(status_fd, False)  # the process gets its channels (KEEP_FDS), never this pipe
     try:
         isolation.enter_namespaces()
@@ -64,11 +74,48 @@ def main(argv: list[str]) -> int:
             pass
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
-    code = child.wait()
+    code = _wait(child, monitor)
     if code < 0:
         signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
     return code
+
+
+def _watch_monitor(expected: str) -> int | None:
+    """A pidfd on the monitor (readable once it has exited); None where none can be opened (no pid
+    given, or a kernel without pidfds: the process then dies only with its channel's end), -1 where the
+    monitor is already gone (this launcher was reparented)."""
+    if not expected.isdigit():
+        return None
+    try:
+        watch = os.pidfd_open(int(expected))
+    except (AttributeError, OSError):
+        return None
+    if os.getppid() != int(expected):  # gone before the pidfd was opened (the pid may be another's now)
+        os.close(watch)
+        return -1
+    return watch
+
+
+def _wait(child: subprocess.Popen, monitor: int | None) -> int:
+    """The child's exit status; if the monitor exits first, the child is killed first (it is pid 1 of its
+    namespace: everything it started goes with it)."""
+    try:
+        own = os.pidfd_open(child.pid) if monitor is not None else None
+    except OSError:
+        own = None
+    if own is None:
+        return child.wait()
+    poller = select.poll()
+    poller.register(own, select.POLLIN)
+    poller.register(monitor, select.POLLIN)
+    while True:
+        ready = {fd for fd, _ in poller.poll()}
+        if own in ready:
+            return child.wait()
+        if monitor in ready:
+            child.kill()
+            return child.wait()
 
 
 if __name__ == "__main__":

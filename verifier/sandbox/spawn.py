@@ -3,7 +3,8 @@ killed as a whole.
 
 :class:`Sandboxed` starts ``python -m verifier.sandbox.launcher`` in a new session with a clean
 environment and the role's policy (verifier.sandbox.isolation); the launcher makes the namespaces and
-starts the process itself, confined before it runs, and reports its pid. The process's stdout and
+starts the process itself, confined before it runs, reports its pid, and kills it if this process
+dies first. The process's stdout and
 stderr go to a log the monitor opened and reads back through its own descriptor, never by path (the
 process owns its directory and could put a link there). Exit statuses become one-line reasons.
 """
@@ -21,6 +22,7 @@ from typing import Any, Sequence
 from kernelbench_npu.child_process import ChildProcess, status_line
 from verifier.sandbox import isolation, messages
 from verifier.sandbox.channel import Channel, ChannelClosed, socket_pair
+from verifier.sandbox.launcher import MONITOR_ENV
 
 DEVICE_SELECTION = ("CUDA_VISIBLE_DEVICES", "CUDA_HOME", "CUDA_PATH", "TORCH_CUDA_ARCH_LIST", "ASCEND_RT_VISIBLE_DEVICES",
                     "ASCEND_HOME_PATH", "ASCEND_TOOLKIT_HOME", "LD_LIBRARY_PATH")
@@ -76,7 +78,7 @@ class Sandboxed:
         command = [a.replace("{channel}", str(theirs.fileno()) if theirs is not None else "") for a in argv]
         launcher = [sys.executable, "-m", "verifier.sandbox.launcher", str(status_w), ",".join(map(str, keep)), "--",
                     *command]
-        env = {**env, isolation.POLICY_ENV: policy.to_env()}
+        env = {**env, isolation.POLICY_ENV: policy.to_env(), MONITOR_ENV: str(os.getpid())}
         try:
             self.proc = ChildProcess(launcher, env=env, cwd=self.workdir, pass_fds=(status_w, *keep),
                                      stdout=self._log_fd)
