@@ -7,7 +7,11 @@ the compile time of the fast loader, and where the latency gate's seconds went (
 the timed windows, drawing the inputs, staging them, checking outputs, waiting for spares). The timing
 floor and the A/A noise floor: benchmarks.timing_floor.
 
-Run: .venv/bin/python -m benchmarks.verify_speed [--repeats 3] [--rounds 30]
+``--gap-s S`` waits S seconds between verifications, as a campaign's LLM call does: spares still booting
+when a latency phase begins are stopped until it ends (verifier.monitor.pool.paused), so back to back
+(no gap) the next verification waits for its runner at its start, and with a gap it does not.
+
+Run: .venv/bin/python -m benchmarks.verify_speed [--repeats 3] [--rounds 30] [--gap-s 0]
 """
 
 from __future__ import annotations
@@ -76,7 +80,7 @@ def per_gate(verdict) -> dict[str, float]:
     return {g.name: g.seconds for g in verdict.gates}
 
 
-def bench_verify(repeats: int, rounds: int) -> dict:
+def bench_verify(repeats: int, rounds: int, gap_s: float = 0.0) -> dict:
     """Per task: a fresh process verifies the candidate ``repeats + 1`` times in a row (as a campaign
     does); "first" is the first verification, "next" the median of the others."""
     import subprocess
@@ -85,19 +89,21 @@ def bench_verify(repeats: int, rounds: int) -> dict:
     out = {}
     for name in CASES:
         proc = subprocess.run([sys.executable, "-m", "benchmarks.verify_speed", "--one", name, "--repeats", str(repeats),
-                               "--rounds", str(rounds)], capture_output=True, text=True, timeout=3600)
+                               "--rounds", str(rounds), "--gap-s", str(gap_s)], capture_output=True, text=True, timeout=3600)
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr[-2000:])
         out[name] = json.loads(proc.stdout.strip().splitlines()[-1])
     return out
 
 
-def _one(name: str, repeats: int, rounds: int) -> dict:
+def _one(name: str, repeats: int, rounds: int, gap_s: float = 0.0) -> dict:
     task, candidate = bundled_task(name), CASES[name]
     rows = []
     with tempfile.TemporaryDirectory() as cache:
         settings = VerifySettings(cache_dir=Path(cache), latency_rounds=rounds)
-        for _ in range(repeats + 1):
+        for i in range(repeats + 1):
+            if i:
+                time.sleep(gap_s)  # a campaign's LLM call between two verifications
             start = time.perf_counter()
             verdict = verify(task, candidate, "cpu", settings)
             total = time.perf_counter() - start
@@ -132,17 +138,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=VerifySettings().latency_rounds)
+    parser.add_argument("--gap-s", type=float, default=0.0, help="seconds between verifications (an LLM call)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # one task's sequence, in its own process
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(_one(args.one, args.repeats, args.rounds)))
+        print(json.dumps(_one(args.one, args.repeats, args.rounds, args.gap_s)))
         return
     print("note: timings on a shared, loaded 2-core machine are noisy")
     compile_s = bench_compile(args.repeats)
     print("fast-loader compile (s, median):", json.dumps({k: round(v, 3) for k, v in compile_s.items()}))
-    verify_s = bench_verify(args.repeats, args.rounds)
+    verify_s = bench_verify(args.repeats, args.rounds, args.gap_s)
     print(f"verify seconds per candidate ({args.rounds} latency rounds; 'next': median of {args.repeats} "
-          "verifications after the first, in the same process):")
+          f"verifications after the first, in the same process, {args.gap_s:g} s apart):")
     for name, modes in verify_s.items():
         for mode, row in modes.items():
             gates = " ".join(f"{k}={v:.2f}" for k, v in row.items()

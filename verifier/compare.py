@@ -25,7 +25,7 @@ from verifier.monitor.correctness_phase import IntegrityProblem
 from verifier.monitor.peers import PeerFailure
 from verifier.monitor.pool import POOL
 from verifier.monitor.reference import ReferenceFailed
-from verifier.monitor.session import STARTUP_S, InfrastructureError, Session
+from verifier.monitor.session import InfrastructureError, Session
 from verifier.prepare import Prepared, prepare
 from verifier.result import LatencyResult, Verdict
 from verifier.sandbox.inputs_plan import plan as trial_plan
@@ -120,14 +120,14 @@ def _time_together(sessions: dict[str, Session], settings: VerifySettings,
     first = next(iter(sessions.values()))
     plan, tol = trial_plan(settings.correctness_trials), Tolerance(first.c.task.atol, first.c.task.rtol,
                                                                     settings.trivial_margin)
-    POOL.settle(STARTUP_S)
     for session in sessions.values():
         session.peers.spent_ns = 0
     sides = [timing.reference_side(first.peers)] + [timing.candidate_side(s.peers, name) for name, s in sessions.items()]
     timed = timing.plan_of(settings)
     try:
-        measured = timing.measure(sides, first.reference, plan, timed, tol, first.seed, first.peers.staged,
-                                  first.peers.machine_s, first.peers.arenas)
+        with POOL.paused():  # no spare's start-up shares the cores with a timed call
+            measured = timing.measure(sides, first.reference, plan, timed, tol, first.seed, first.peers.staged,
+                                      first.peers.machine_s, first.peers.arenas)
     except (IntegrityProblem, PeerFailure) as problem:  # a candidate misbehaved while timed: the reason names it
         failed.update({name: f"latency: the joint timing stopped: {problem}"[:300] for name in sessions})
         return {}, {}

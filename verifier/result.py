@@ -40,13 +40,13 @@ class LatencyTime:
     drawing_s: float = 0.0  # the reference worker drawing every call's fresh input set
     staging_s: float = 0.0  # inputs written into each side's arena; sides stopped, continued, settled
     checking_s: float = 0.0  # every window's outputs checked against the reference's
-    spares_s: float = 0.0  # waiting for spare processes still booting (verifier.monitor.pool.settle)
+    spares_s: float = 0.0  # stopping the spare processes still booting (verifier.monitor.pool.paused)
     other_s: float = 0.0  # the rest: window sizing, the post-timing trials, the bootstrap
 
     def line(self) -> str:
         return (f"timed windows {self.windows_s:.2f} s, drawing inputs {self.drawing_s:.2f} s, staging "
-                f"{self.staging_s:.2f} s, checking outputs {self.checking_s:.2f} s, waiting for spares "
-                f"{self.spares_s:.2f} s, other {self.other_s:.2f} s")
+                f"{self.staging_s:.2f} s, checking outputs {self.checking_s:.2f} s, pausing booting "
+                f"spares {self.spares_s:.2f} s, other {self.other_s:.2f} s")
 
 
 @dataclass(frozen=True)

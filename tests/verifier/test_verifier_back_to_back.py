@@ -64,3 +64,32 @@ def test_the_next_verification_of_the_same_task_reuses_its_reference_worker_with
     failed = verify(task, LINK_ERROR, "cpu", settings)
     assert failed.failed_gate == "compile", failed.feedback
     assert not _readers()
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+
+
+def test_spares_still_booting_stay_stopped_while_a_latency_phase_times_and_boot_after_it():
+    """No start-up shares the cores with a timed window, and none is waited for: the latency phase times
+    inside Pool.paused, which stops the spares still booting and continues them after."""
+    import time
+
+    from verifier.monitor.pool import Pool
+    from verifier.monitor.sites import RunnerSpec
+
+    s = VerifySettings()
+    pool = Pool()
+    try:
+        pool.replenish(RunnerSpec("cpu", 1, s.memory_limit_mb, s.file_size_limit_mb), 1, s.memory_limit_mb, False, 1)
+        with pool._lock:
+            spares = pool._held()
+        with pool.paused() as stopped:
+            assert stopped == 2
+            assert {_state(site.process.pid()) for site in spares} <= {"T", "t"}
+        for site in spares:  # continued: each boots to Ready
+            assert site.wait_ready(time.monotonic() + 120)
+        with pool.paused() as stopped:
+            assert stopped == 0  # booted spares (their Ready read) are left alone
+    finally:
+        pool.close()

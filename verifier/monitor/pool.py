@@ -7,8 +7,8 @@ verification of the same backend and thread budget. The pool keeps ``size`` boot
 taken ones are ready (:meth:`Pool.replenish`), so that start-ups never compete with each other. A
 spare is used once: a runner that has seen a candidate is never reused.
 
-:meth:`Pool.settle` waits for spares still booting: the latency phase calls it so that a spare's
-start-up never shares the cores with a timed call.
+:meth:`Pool.paused` stops the spares still booting while the latency phase times: a spare's start-up
+never shares the cores with a timed call, and is not waited for either.
 
 A reference worker never sees candidate code, so one that a verification released cleanly
 (verifier.monitor.reference.Reference.release) is held (:meth:`Pool.keep`) and serves the next
@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import atexit
 import threading
-import time
+from contextlib import contextmanager
+from typing import Iterator
 
+from verifier.monitor.freeze import hold, release
 from verifier.monitor.sites import ReferenceSite, RunnerSite, RunnerSpec
 
 USED_MOST = 2  # reference workers held for reuse (each holds what its task's model left in its heap)
@@ -93,17 +95,24 @@ class Pool:
             with self._lock:
                 table.setdefault(key, []).append(site)
 
-    def settle(self, timeout_s: float) -> None:
-        """Wait (at most ``timeout_s``) for spares that are still booting."""
-        deadline = time.monotonic() + timeout_s
+    @contextmanager
+    def paused(self) -> Iterator[int]:
+        """Every spare still booting stopped inside the block (SIGSTOP, verifier.monitor.freeze) and
+        continued after it; yields how many. The latency phase times inside it: no start-up shares the
+        cores with a timed window, and none is waited for (the runner's boot went on through the
+        window before: 0.7-0.8 s a verification on a quiet machine, 1.2-2.1 s at load 5). A campaign's
+        next LLM call hides the rest of the boot; a monitor that dies meanwhile takes its stopped
+        spares along (verifier.sandbox.launcher watches it)."""
         with self._lock:
-            booting = [s for spares in (*self._runners.values(), *self._references.values()) for s in spares
-                       if s.ready is None]
-        for site in booting:  # Site.wait_ready reads Ready once, whoever asks first (a session may take it now)
-            try:
-                site.wait_ready(deadline)
-            except Exception:  # noqa: BLE001 - a broken spare is dropped when it is taken
-                continue
+            booting = [s for s in self._held() if s.ready is None and s.process is not None]
+        pids = [pid for pid in (site.process.pid() for site in booting) if pid > 0]
+        try:
+            for pid in pids:
+                hold(pid)
+            yield len(pids)
+        finally:
+            for pid in pids:
+                release(pid)
 
     def _held(self) -> list:
         """Every spare held now (call with the lock held)."""

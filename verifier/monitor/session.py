@@ -259,15 +259,15 @@ class Session:
     def _latency(self) -> GateResult:
         start, s = time.perf_counter(), self.settings
         tol = Tolerance(self.c.task.atol, self.c.task.rtol, s.trivial_margin)
-        POOL.settle(STARTUP_S)  # no spare's start-up shares the cores with a timed call
-        try:
-            gate, self.latency = timing.latency(self.peers, trial_plan(s.correctness_trials), timing.plan_of(s), tol,
-                                                self.seed, self.reference.workload, self.peaks,
-                                                time.perf_counter() - start)
-        except PeerFailure as failure:
-            return compile_phase.peer_failure_gate("latency", failure, time.perf_counter() - start)
-        except IntegrityProblem as problem:
-            return _integrity(str(problem), start)
+        with POOL.paused():  # no spare's start-up shares the cores with a timed call
+            try:
+                gate, self.latency = timing.latency(self.peers, trial_plan(s.correctness_trials), timing.plan_of(s),
+                                                    tol, self.seed, self.reference.workload, self.peaks,
+                                                    time.perf_counter() - start)
+            except PeerFailure as failure:
+                return compile_phase.peer_failure_gate("latency", failure, time.perf_counter() - start)
+            except IntegrityProblem as problem:
+                return _integrity(str(problem), start)
         return gate
 
     # ---- the end -------------------------------------------------------------------------------------
