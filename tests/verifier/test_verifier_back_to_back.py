@@ -72,24 +72,33 @@ def _state(pid: int) -> str:
 
 def test_spares_still_booting_stay_stopped_while_a_latency_phase_times_and_boot_after_it():
     """No start-up shares the cores with a timed window, and none is waited for: the latency phase times
-    inside Pool.paused, which stops the spares still booting and continues them after."""
+    inside Pool.paused, which stops the spares still booting and continues them after. Blocks may
+    overlap (verifications in threads): a spare runs again when the last one ends, or at once when a
+    verification takes it."""
     import time
 
     from verifier.monitor.pool import Pool
     from verifier.monitor.sites import RunnerSpec
 
     s = VerifySettings()
+    spec = RunnerSpec("cpu", 1, s.memory_limit_mb, s.file_size_limit_mb)
     pool = Pool()
     try:
-        pool.replenish(RunnerSpec("cpu", 1, s.memory_limit_mb, s.file_size_limit_mb), 1, s.memory_limit_mb, False, 1)
+        pool.replenish(spec, 1, s.memory_limit_mb, False, 1)
         with pool._lock:
             spares = pool._held()
         with pool.paused() as stopped:
             assert stopped == 2
-            assert {_state(site.process.pid()) for site in spares} <= {"T", "t"}
+            with pool.paused() as again:
+                assert again == 2
+            assert {_state(site.process.pid()) for site in spares} <= {"T", "t"}  # the outer block still holds them
+            taken = pool.runner(spec, 1)
+            assert taken in spares and _state(taken.process.pid()) not in ("T", "t")
+            assert {_state(site.process.pid()) for site in spares if site is not taken} <= {"T", "t"}
         for site in spares:  # continued: each boots to Ready
             assert site.wait_ready(time.monotonic() + 120)
         with pool.paused() as stopped:
             assert stopped == 0  # booted spares (their Ready read) are left alone
+        taken.close()
     finally:
         pool.close()

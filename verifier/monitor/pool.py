@@ -35,6 +35,7 @@ class Pool:
         self._runners: dict[RunnerSpec, list[RunnerSite]] = {}
         self._references: dict[tuple[int, int, bool], list[ReferenceSite]] = {}
         self._used: list[tuple[tuple[int, int, bool, str], ReferenceSite]] = []  # released by verifications, oldest first
+        self._paused: dict[int, int] = {}  # pid of a spare stopped by paused() -> how many blocks hold it
         atexit.register(self.close)
 
     def runner(self, spec: RunnerSpec, size: int) -> RunnerSite:
@@ -42,7 +43,10 @@ class Pool:
             spares = [s for s in self._runners.pop(spec, []) if s.process.alive()]
             site = spares.pop(0) if spares else None
             self._runners[spec] = spares
-        return site or RunnerSite(spec)
+        if site is None:
+            return RunnerSite(spec)
+        self._resume(site)
+        return site
 
     def replenish(self, spec: RunnerSpec, threads: int, memory_mb: int, devices: bool, size: int) -> None:
         """Start the spares of a runner and a reference worker like the ones just taken (called once the
@@ -66,7 +70,10 @@ class Pool:
             spares = [s for s in self._references.pop(key, []) if s.process.alive()]
             site = spares.pop(0) if spares else None
             self._references[key] = spares
-        return site or ReferenceSite(threads, memory_mb, devices)
+        if site is None:
+            return ReferenceSite(threads, memory_mb, devices)
+        self._resume(site)
+        return site
 
     def keep(self, site: ReferenceSite, key: tuple[int, int, bool, str]) -> None:
         """Hold a reference worker a verification released, under ``key`` (threads, memory, devices, task:
@@ -86,6 +93,7 @@ class Pool:
             for other in [k for k in table if k != key]:
                 del table[other]
         for site in stale:
+            self._resume(site)  # its pid forgotten by any paused block before it is gone
             site.close()
         while True:
             with self._lock:
@@ -102,17 +110,42 @@ class Pool:
         cores with a timed window, and none is waited for (the runner's boot went on through the
         window before: 0.7-0.8 s a verification on a quiet machine, 1.2-2.1 s at load 5). A campaign's
         next LLM call hides the rest of the boot; a monitor that dies meanwhile takes its stopped
-        spares along (verifier.sandbox.launcher watches it)."""
+        spares along (verifier.sandbox.launcher watches it). Blocks may overlap (verifications in
+        threads): a spare is continued when the last block holding it ends, or when a verification
+        takes it (:meth:`_resume`)."""
         with self._lock:
             booting = [s for s in self._held() if s.ready is None and s.process is not None]
         pids = [pid for pid in (site.process.pid() for site in booting) if pid > 0]
+        with self._lock:
+            for pid in pids:
+                self._paused[pid] = self._paused.get(pid, 0) + 1
         try:
             for pid in pids:
                 hold(pid)
             yield len(pids)
         finally:
-            for pid in pids:
+            done = []
+            with self._lock:
+                for pid in pids:
+                    blocks = self._paused.get(pid)
+                    if blocks is None:  # taken meanwhile, and continued then
+                        continue
+                    if blocks > 1:
+                        self._paused[pid] = blocks - 1
+                    else:
+                        del self._paused[pid]
+                        done.append(pid)
+            for pid in done:
                 release(pid)
+
+    def _resume(self, site) -> None:
+        """A spare a verification takes (or the pool closes) is continued if a :meth:`paused` block
+        stopped it (whose pid is known by then)."""
+        pid = site.process.known_pid() if site.process is not None else 0
+        with self._lock:
+            stopped = self._paused.pop(pid, None) is not None
+        if stopped:
+            release(pid)
 
     def _held(self) -> list:
         """Every spare held now (call with the lock held)."""
@@ -130,6 +163,7 @@ class Pool:
             sites = self._held()
             self._runners, self._references, self._used = {}, {}, []
         for site in sites:
+            self._resume(site)
             site.close()
 
 

@@ -115,6 +115,10 @@ class Sandboxed:
                 self._pid = 0
         return self._pid
 
+    def known_pid(self) -> int:
+        """The pid if the launcher has reported it already (0 otherwise): never waits."""
+        return self._pid or 0
+
     def isolation(self) -> isolation.Isolation:
         base = isolation.describe(self.policy)
         self.pid()
