@@ -12,8 +12,13 @@ and how far two identical processes' figures differ.
   windows of many calls, rounds in a seeded order, each side alone in its turn), on every level-1 task
   of the bundled cpu build: the speedup's noise floor. Target: median |1 - ratio| <= 3%, worst <= 6%.
 
+- same pair (``--same-pair N``): where an A/A run is off, whose is it? N pairs of workers per task, each
+  pair timed three times in a row: as drawn, again on fresh arenas (new pages for the inputs), and with
+  the roles swapped (the other worker draws the inputs); a bias that stays through all three belongs to
+  a process.
+
 Run: .venv/bin/python -m benchmarks.timing_floor [--calls 200] [--tasks L1/001_relu,...] [--repeats 1]
-     [--build runs/build-cpu]
+     [--build runs/build-cpu] [--same-pair 0]
 """
 
 from __future__ import annotations
@@ -115,6 +120,25 @@ def aa(source: str, seed: int, settings: VerifySettings) -> dict:
             worker.close()
 
 
+def same_pair(source: str, seed: int, settings: VerifySettings) -> list[float]:
+    """One pair of workers timed three times: A's time over B's (median over rounds of the per-round
+    ratio) as drawn by A, again on fresh arenas (measure makes new ones), then drawn by B."""
+    a, b = Worker(source, seed, settings.threads), Worker(source, seed, settings.threads)
+    plan, out = timing.plan_of(settings), []
+    try:
+        for first, second in ((a, b), (a, b), (b, a)):
+            sides = [first.side("first"), second.side("second")]
+            measured = timing.measure(sides, first.reference, trial_plan(5), plan, Tolerance(1e-5, 1e-5, 0.01), seed,
+                                      False, 480.0, first.arenas)
+            mine, theirs = measured.times if first is a else measured.times[::-1]
+            out.append(statistics.median(x / y for x, y in zip(mine, theirs)))
+        return out
+    finally:
+        for worker in (a, b):
+            release(worker.site.process.pid())
+            worker.close()
+
+
 def _load() -> str:
     one, five, _ = os.getloadavg()
     return f"load average {one:.1f} (1 min) / {five:.1f} (5 min)"
@@ -126,6 +150,7 @@ def main() -> None:
     parser.add_argument("--tasks", default="", help="level-1 task ids of the build (default: all of them)")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--build", default=None, help="an existing cpu build of the bundled problems")
+    parser.add_argument("--same-pair", type=int, default=0, help="pairs per task timed three times each (only this)")
     args = parser.parse_args()
     print(f"start: {_load()}")
     floor = fixed_cost(args.calls)
@@ -135,6 +160,14 @@ def main() -> None:
         build = load_build(_build_dir(args.build, Path(tmp)))
         wanted = [t for t in args.tasks.split(",") if t]
         tasks = [t for t in build.runnable() if t.level == 1 and (not wanted or t.task_id in wanted)]
+        if args.same_pair:
+            print("same pair: A's time / B's, as drawn by A, on fresh arenas, drawn by B")
+            for task in tasks:
+                for pair in range(args.same_pair):
+                    row = same_pair(task.source, 100 + pair, settings)
+                    print(f"  {task.task_id:30s} pair {pair}: " + " ".join(f"{r:.3f}" for r in row), flush=True)
+            print(f"end: {_load()}")
+            return
         deviations = _aa_table(tasks, settings, args.repeats)
     print(f"A/A |1 - ratio|: median {statistics.median(deviations):.3f}, worst {max(deviations):.3f} "
           f"over {len(deviations)} runs; end: {_load()}")
