@@ -28,7 +28,9 @@ import os
 import statistics
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from benchmarks.known_good_speedups import _build_dir
 from kernelbench_npu.spec import load_build
@@ -102,41 +104,45 @@ def fixed_cost(calls: int) -> dict[str, float]:
         worker.close()
 
 
-def aa(source: str, seed: int, settings: VerifySettings) -> dict:
-    a, b = Worker(source, seed, settings.threads), Worker(source, seed, settings.threads)
+@contextmanager
+def _pair(source: str, seed: int, threads: int) -> Iterator[tuple[Worker, Worker]]:
+    """Two confined reference workers of one task, both closed (and continued) after."""
+    a, b = Worker(source, seed, threads), Worker(source, seed, threads)
     try:
-        sides = [a.side("A"), b.side("B")]
-        plan = timing.plan_of(settings)
-        measured = timing.measure(sides, a.reference, trial_plan(5), plan, Tolerance(1e-5, 1e-5, 0.01), seed, False,
-                                  480.0, a.arenas)
-        result = summarise(PairedTimes(measured.times[1], measured.times[0]), plan.resamples, plan.bound,
-                           facts=measured.facts())
-        return {"ratio": result.speedup, "ci_low": result.ci_low, "ci_high": result.ci_high,
-                "ms": result.reference_ms, "calls": result.calls_per_window, "retimed": result.rounds_retimed,
-                "trusted": result.trusted}
+        yield a, b
     finally:
         for worker in (a, b):
             release(worker.site.process.pid())
             worker.close()
+
+
+def _measure(first: Worker, second: Worker, seed: int, settings: VerifySettings) -> timing.Measurement:
+    """``second`` timed against ``first`` as the latency gate times a candidate (``first`` draws)."""
+    return timing.measure([first.side("A"), second.side("B")], first.reference, trial_plan(5),
+                          timing.plan_of(settings), Tolerance(1e-5, 1e-5, 0.01), seed, False, 480.0, first.arenas)
+
+
+def aa(source: str, seed: int, settings: VerifySettings) -> dict:
+    with _pair(source, seed, settings.threads) as (a, b):
+        measured = _measure(a, b, seed, settings)
+    plan = timing.plan_of(settings)
+    result = summarise(PairedTimes(measured.times[1], measured.times[0]), plan.resamples, plan.bound,
+                       facts=measured.facts())
+    return {"ratio": result.speedup, "ci_low": result.ci_low, "ci_high": result.ci_high,
+            "ms": result.reference_ms, "calls": result.calls_per_window, "retimed": result.rounds_retimed,
+            "trusted": result.trusted}
 
 
 def same_pair(source: str, seed: int, settings: VerifySettings) -> list[float]:
     """One pair of workers timed three times: A's time over B's (median over rounds of the per-round
     ratio) as drawn by A, again on fresh arenas (measure makes new ones), then drawn by B."""
-    a, b = Worker(source, seed, settings.threads), Worker(source, seed, settings.threads)
-    plan, out = timing.plan_of(settings), []
-    try:
+    out = []
+    with _pair(source, seed, settings.threads) as (a, b):
         for first, second in ((a, b), (a, b), (b, a)):
-            sides = [first.side("first"), second.side("second")]
-            measured = timing.measure(sides, first.reference, trial_plan(5), plan, Tolerance(1e-5, 1e-5, 0.01), seed,
-                                      False, 480.0, first.arenas)
+            measured = _measure(first, second, seed, settings)
             mine, theirs = measured.times if first is a else measured.times[::-1]
             out.append(statistics.median(x / y for x, y in zip(mine, theirs)))
-        return out
-    finally:
-        for worker in (a, b):
-            release(worker.site.process.pid())
-            worker.close()
+    return out
 
 
 def _load() -> str:
