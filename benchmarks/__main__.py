@@ -16,7 +16,7 @@ from importlib.util import find_spec
 QUICK_ARGS = {
     "build_speed": [],
     "verify_speed": ["--repeats", "1", "--rounds", "10"],
-    "timing_floor": ["--calls", "100", "--rounds", "10", "--repeats", "1"],
+    "timing_floor": ["--calls", "100", "--repeats", "1", "--tasks", "L1/001_relu,L1/013_softmax"],
     "trust_cost": ["--repeats", "1"],
     "fp64_ratios": [],
     "isolation_cost": ["--repeats", "5"],

@@ -23,6 +23,8 @@ from cli_parsers import (PLACEHOLDER, DocCommandError, benchmark_options, check_
                          evokernel_command, make_targets, parse_click)
 from doc_commands import DocCommand, doc_commands
 
+from benchmarks.__main__ import QUICK_ARGS
+
 SOFTMAX = ("evokernel verify --build runs/build-cpu --task L1/013_softmax "
            "--candidate kernelbench_npu/solutions/cpu/level1/013_softmax.py")
 LAKE_INIT = "evokernel lake init --lake runs/lake --backend cpu"
@@ -147,6 +149,12 @@ def test_benchmark_module_and_options_exist(command):
         check_benchmark(module, args)
     except DocCommandError as exc:
         pytest.fail(f"{command.where}: {exc}")
+
+
+@pytest.mark.parametrize("name", sorted(QUICK_ARGS))
+def test_every_quick_benchmark_run_passes_options_its_benchmark_has(name):
+    """``make bench`` / ``python -m benchmarks --quick`` hands these options to each benchmark."""
+    check_benchmark(f"benchmarks.{name}", QUICK_ARGS[name])
 
 
 def test_benchmark_option_check_can_fail():
