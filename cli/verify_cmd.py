@@ -26,7 +26,10 @@ def register(app: typer.Typer) -> None:
         backend: Optional[str] = typer.Option(None, "--backend", help="the build's backend (a check: another "
                                                "backend is refused; default: the build's)"),
         threads: int = typer.Option(2, "--threads", min=1, help="thread budget for candidate and reference"),
-        rounds: int = typer.Option(30, "--rounds", min=1, help="paired latency rounds"),
+        rounds: int = typer.Option(30, "--rounds", min=1, help="paired latency rounds at most: after 8 the "
+                                   "gate ends once the speedup's 95% CI is within --settle-ci"),
+        settle_ci: float = typer.Option(0.025, "--settle-ci", min=0.0, help="half the CI's width (log terms, "
+                                        "0.025: +-2.5%) that ends the latency rounds early; 0: play every round"),
         as_json: bool = typer.Option(False, "--json", help="print the verdict as one JSON object"),
     ) -> None:
         """Verify CANDIDATE against TASK: hack -> compile -> correctness -> latency."""
@@ -39,7 +42,7 @@ def register(app: typer.Typer) -> None:
         from verifier.settings import VerifySettings
 
         with one_line_errors(ValueError):
-            settings = VerifySettings(threads=threads, latency_rounds=rounds)
+            settings = VerifySettings(threads=threads, latency_rounds=rounds, settle_ci=settle_ci)
         verdict = verify(spec, source, chosen, settings)
         if as_json:
             typer.echo(json.dumps(verdict.to_json_dict(), indent=2))

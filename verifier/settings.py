@@ -27,7 +27,9 @@ class VerifySettings:
     timeout_s: float = 120.0  # wall clock for load + correctness + latency (compile excluded)
     compile_timeout_s: float = 300.0  # load_inline's fresh build takes ~45 s here
     correctness_trials: int = 5  # >= 5; trials cycle through the input distributions
-    latency_rounds: int = 16  # paired rounds: one timed window per side each (verifier.monitor.timing)
+    latency_rounds: int = 16  # paired rounds at most: one timed window per side each (verifier.monitor.timing)
+    settle_rounds: int = 8  # ... but after this many the phase ends as soon as the speedup's 95% CI is within
+    settle_ci: float = 0.025  # this (half its width, in log terms: +-2.5%); 0: always latency_rounds
     window_ms: float = 40.0  # a window holds as many calls as the faster side needs to fill this (the first
     # call after a side is continued runs slower than the next ones: GELU 2.15 ms plain read 3-8 ms alone)
     min_window_ms: float = 10.0  # ... unless drawing the window's fresh inputs would take more than
@@ -57,6 +59,8 @@ class VerifySettings:
                      "min_window_ms", "draw_ms_per_round"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"VerifySettings.{name}: must be > 0, got {getattr(self, name)}")
+        if self.settle_rounds < 0 or self.settle_ci < 0:
+            raise ValueError("VerifySettings: settle_rounds and settle_ci must be >= 0 (0: every latency round plays)")
         if self.warmup_rounds < 0 or self.bootstrap_resamples < 100 or self.pool_size < 0 or (self.retime_rounds or 0) < 0:
             raise ValueError("VerifySettings: warmup_rounds, retime_rounds and pool_size must be >= 0, "
                              "bootstrap_resamples >= 100")

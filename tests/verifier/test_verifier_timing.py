@@ -222,6 +222,46 @@ def _collects(ref_ms: list[float], cand_ms: list[float]):
     return [[turn(0, r), turn(1, c)] for r, c in zip(ref_ms, cand_ms)], sides
 
 
+def _paired(ref_ms: list[float], cand_ms: list[float]):
+    from types import SimpleNamespace
+
+    from verifier.monitor.ledger import TurnAccount
+    from verifier.monitor.rounds import Turn
+
+    def turn(side, ms):
+        return Turn(side, SimpleNamespace(ns=int(ms * 1e6), calls=1, outputs=()), TurnAccount(0, 0, (0, 0), 0, 0))
+
+    return [[turn(0, r), turn(1, c)] for r, c in zip(ref_ms, cand_ms)]
+
+
+def test_the_latency_rounds_end_early_only_once_the_speedup_is_known_to_the_plans_precision():
+    from dataclasses import replace
+
+    from verifier.monitor.timing import TimingPlan, _settled
+
+    plan = TimingPlan(16, 40.0, 256, 1, 16, 1000, 50.0, settle_rounds=8, settle_ci=0.025)
+    steady = _paired([2.0 + 0.01 * (k % 3) for k in range(8)], [1.0] * 8)
+    noisy = _paired([2.0, 2.6, 1.5, 2.2, 1.7, 2.9, 1.4, 2.4], [1.0] * 8)
+    assert _settled(steady, [None, None], plan, np.random.default_rng(0))
+    assert not _settled(noisy, [None, None], plan, np.random.default_rng(0))
+    assert not _settled(steady, [None, None], replace(plan, settle_ci=0.0), np.random.default_rng(0))
+    # the rounds certain to play (the audits and the observed rounds are placed among them)
+    assert plan.sure_rounds == 8 and replace(plan, settle_rounds=0).sure_rounds == 16
+    assert replace(plan, rounds=5).sure_rounds == 5
+
+
+def test_a_verification_of_a_steady_kernel_ends_its_latency_rounds_early(tmp_path, verify_cache):
+    from verifier.api import verify
+    from verifier.settings import VerifySettings
+
+    settings = VerifySettings.for_tests(verify_cache, latency_rounds=9, settle_rounds=5, settle_ci=10.0)
+    verdict = verify(_relu_task(tmp_path), (FIXTURES / "honest_relu_omp.py").read_text(), "cpu", settings)
+    assert verdict.passed, verdict.feedback
+    assert verdict.latency.rounds == 5 and verdict.latency.trusted, verdict.latency  # settled at once: 5 of 9
+    with pytest.raises(ValueError, match="settle_rounds"):
+        VerifySettings(settle_ci=-1.0)
+
+
 def test_late_work_is_judged_on_paired_rounds_and_never_on_one():
     from verifier.monitor.correctness_phase import IntegrityProblem
     from verifier.monitor.timing import _late_work

@@ -62,6 +62,7 @@ LATE_WORK_ROUNDS = 3  # fewer rounds than this judge no late work: one round's c
 MIN_TRUSTED_ROUNDS = 5
 WARM_UP_MOST = 16  # untimed rounds at most before the measured ones (a kernel may fault pages on every call)
 STEADY_FAULTS = 64  # pages a window may fault in and count as steady (a Python arena, a stack page: not outputs)
+SETTLE_RESAMPLES = 1000  # bootstrap resamples of the early-stop check (the verdict's own CI uses the settings')
 REGROW_FACTOR = 1.25  # the warm-up's windows resize the window when they fit this many times more calls
 
 __all__ = ["SAMPLE", "TimingPlan", "latency", "measure", "mismatch"]
@@ -79,6 +80,13 @@ class TimingPlan:
     boost: bool = True
     min_window_ms: float = 10.0
     draw_ms_per_round: float = 60.0
+    settle_rounds: int = 0  # counted rounds after which the phase may end early (0: always ``rounds``)
+    settle_ci: float = 0.0  # ... once every side's speedup CI is within this (half its log width)
+
+    @property
+    def sure_rounds(self) -> int:
+        """Rounds that always play (the audits and the observed rounds are placed among them)."""
+        return min(self.rounds, self.settle_rounds) if self.settle_rounds > 0 else self.rounds
 
     def sizing(self) -> tuple[float, float]:
         """(shortest window, draw budget per round) as window_size takes them."""
@@ -140,10 +148,11 @@ def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timi
           seed: int, counter: "_Counter", device: bool, most: int) -> tuple[list[list[Turn]], list[list[Turn]], list[str]]:
     order = random.Random(derive_seed(seed, "order"))
     sample = np.random.default_rng(derive_seed(seed, "sample"))
-    observe = set(random.Random(derive_seed(seed, "observe")).sample(range(timing.rounds),
-                                                                     min(OBSERVED_ROUNDS, timing.rounds)))
+    sure = timing.sure_rounds  # the rounds certain to play: what the candidate must meet is placed among them
+    observe = set(random.Random(derive_seed(seed, "observe")).sample(range(sure), min(OBSERVED_ROUNDS, sure)))
     _warm_up(rounds, sides, counter, order, tol, sample, device, timing, most)
-    checks = CheckPlan.draw(plan, timing.rounds, rounds.layout.calls, seed, drawer)
+    checks = CheckPlan.draw(plan, sure, rounds.layout.calls, seed, drawer)
+    settle = np.random.default_rng(derive_seed(seed, "settle"))
     counted: list[list[Turn]] = []
     disturbed: list[list[Turn]] = []
     reasons: list[str] = []
@@ -168,7 +177,28 @@ def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timi
             counted.append(turns)
             if len(counted) == 1:
                 _resize_once_measured(rounds, sides, counter, order, tol, sample, device, timing, most, turns)
+            elif len(counted) >= max(sure, _trusted_min(timing)) and _settled(counted, sides, timing, settle):
+                break
     return counted, disturbed, reasons
+
+
+def _settled(counted: list[list[Turn]], sides: list[Side], timing: TimingPlan, rng: np.random.Generator) -> bool:
+    """Whether every side's speedup over ``sides[0]`` is already known to within ``timing.settle_ci``: half
+    the log width of its 95% bootstrap CI (the median of the rounds' ratios, as the gate summarises it),
+    so that more rounds would not change the figure a user reads (a quiet machine, a steady kernel)."""
+    if timing.settle_rounds <= 0 or timing.settle_ci <= 0:
+        return False
+    fixed = window_size.fixed_cost([t for turns in counted for t in turns])
+    per_side = [[next(t for t in turns if t.side == i).ms_per_call_less(fixed) for turns in counted]
+                for i in range(len(sides))]
+    record = np.asarray(per_side[0])
+    for other in per_side[1:]:
+        logs = np.log(np.maximum(record, 1e-9) / np.maximum(np.asarray(other), 1e-9))
+        boot = np.median(rng.choice(logs, size=(SETTLE_RESAMPLES, len(logs)), replace=True), axis=1)
+        low, high = np.percentile(boot, [2.5, 97.5])
+        if (high - low) / 2 > timing.settle_ci:
+            return False
+    return True
 
 
 def _resize_once_measured(rounds: Rounds, sides: list[Side], counter: "_Counter", order: random.Random,
@@ -263,7 +293,7 @@ def _measurement(counted: list[list[Turn]], disturbed: list[list[Turn]], sides: 
     side: the protocol's cost, the same for every side); where too few were undisturbed, every round's,
     not trusted."""
     trusted, why, used = True, "", counted
-    if len(counted) < min(timing.rounds, max(MIN_TRUSTED_ROUNDS, math.ceil(timing.rounds / 2))):
+    if len(counted) < _trusted_min(timing):
         trusted, used = False, counted + disturbed
         common = statistics.mode(r.split(" (")[0] for r in reasons) if reasons else "no round"
         why = (f"only {len(counted)} of {len(counted) + len(disturbed)} rounds were undisturbed by other work on "
@@ -271,6 +301,11 @@ def _measurement(counted: list[list[Turn]], disturbed: list[list[Turn]], sides: 
     times = tuple(tuple(next(t for t in turns if t.side == i).ms_per_call_less(fixed_ns) for turns in used)
                   for i in range(len(sides)))
     return Measurement(times, calls, len(disturbed), tuple(reasons), priority, trusted, why, fixed_ns / 1e6)
+
+
+def _trusted_min(timing: TimingPlan) -> int:
+    """Undisturbed rounds a trusted figure needs: half of the plan's, at least MIN_TRUSTED_ROUNDS."""
+    return min(timing.rounds, max(MIN_TRUSTED_ROUNDS, math.ceil(timing.rounds / 2)))
 
 
 def _items(counter: "_Counter", calls: int) -> list[tuple[int, bool]]:
@@ -309,7 +344,8 @@ def plan_of(settings) -> TimingPlan:
     s = settings
     return TimingPlan(s.latency_rounds, s.window_ms, s.max_calls_per_window, s.warmup_rounds,
                       s.latency_rounds if s.retime_rounds is None else s.retime_rounds, s.bootstrap_resamples,
-                      s.plausibility_bound, s.boost_priority, s.min_window_ms, s.draw_ms_per_round)
+                      s.plausibility_bound, s.boost_priority, s.min_window_ms, s.draw_ms_per_round,
+                      s.settle_rounds, s.settle_ci)
 
 
 def reference_side(peers: Peers) -> Side:
