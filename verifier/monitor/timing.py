@@ -86,7 +86,7 @@ class TimingPlan:
     @property
     def sure_rounds(self) -> int:
         """Rounds that always play (the audits and the observed rounds are placed among them)."""
-        return min(self.rounds, self.settle_rounds) if self.settle_rounds > 0 else self.rounds
+        return min(self.rounds, self.settle_rounds) if self.settle_rounds > 0 and self.settle_ci > 0 else self.rounds
 
     def sizing(self) -> tuple[float, float]:
         """(shortest window, draw budget per round) as window_size takes them."""
