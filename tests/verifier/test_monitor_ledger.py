@@ -106,6 +106,13 @@ def test_a_round_counts_unless_a_window_waited_or_a_stopped_side_ran():
     why, kind = disturbance([_turn(0, 10_000_000), _turn(1, 10_000_000, stopping=40_000_000)], SIDES)
     assert kind == "steal" and why == "candidate went on using 40.00 ms of CPU after it was stopped"
     assert disturbance([_turn(0, 10_000_000), _turn(1, 10_000_000, stopping=STOPPING_NS // 2)], SIDES) == ("", "")
+    # the reference slow to stop (a loaded machine) in the same round does not hide the candidate's steal
+    why, kind = disturbance([_turn(0, 10_000_000, stopping=30_000_000),
+                             _turn(1, 10_000_000, stopping=40_000_000)], SIDES)
+    assert kind == "steal" and why.startswith("candidate went on using 40.00 ms")
+    why, kind = disturbance([_turn(0, 10_000_000, stopping=30_000_000, stolen=(0, 900_000)),
+                             _turn(1, 10_000_000)], SIDES)
+    assert kind == "steal" and why.startswith("candidate used 0.90 ms of CPU while stopped")
 
 
 def test_an_account_splits_the_turn_at_its_marks():

@@ -65,7 +65,9 @@ def verdicts(verify_cache):
         case = BY_NAME[name]
         settings = VerifySettings.for_tests(verify_cache, seed=3636, compile_timeout_s=EXTENSION_BUILD_S,
                                             disabled_checks=tuple(x for x in case.disable.split(",") if x),
-                                            **({"window_ms": case.window_ms} if case.window_ms else {}))
+                                            **({"window_ms": case.window_ms} if case.window_ms else {}),
+                                            **({"latency_rounds": case.rounds, "retime_rounds": case.rounds}
+                                               if case.rounds else {}))
         return verify(fixture_task(case.task), case.source, "cpu", settings)
 
     pool = VerdictPool([c.name for c in CASES], one)

@@ -234,17 +234,22 @@ def _machine(side: Side, failure: PeerFailure) -> ReferenceFailed:
 
 def disturbance(turns: list[Turn], sides: list[Side]) -> tuple[str, str]:
     """("", "") for a round that counts; else (what disturbed it, "steal" when a candidate's process
-    used CPU while stopped, "machine" otherwise)."""
+    used CPU while stopped, "machine" otherwise). A candidate's use of CPU while stopped is named first
+    wherever it is seen in the round: a trusted side that did the same in an earlier turn (the machine's
+    load delaying its stop) must not hide it."""
+    ran: list[tuple[str, str]] = []
     for turn in turns:
         if turn.account.stopping_ns > STOPPING_NS:
             kind = "machine" if sides[turn.side].trusted else "steal"
-            return (f"{sides[turn.side].name} went on using {turn.account.stopping_ns / 1e6:.2f} ms of CPU after it "
-                    "was stopped", kind)
+            ran.append((f"{sides[turn.side].name} went on using {turn.account.stopping_ns / 1e6:.2f} ms of CPU after "
+                        "it was stopped", kind))
         for j, stolen in enumerate(turn.account.stolen_ns):
             if stolen > STOLEN_NS:
                 kind = "machine" if sides[j].trusted else "steal"
-                return (f"{sides[j].name} used {stolen / 1e6:.2f} ms of CPU while stopped, during "
-                        f"{sides[turn.side].name}'s turn", kind)
+                ran.append((f"{sides[j].name} used {stolen / 1e6:.2f} ms of CPU while stopped, during "
+                            f"{sides[turn.side].name}'s turn", kind))
+    if ran:
+        return next((found for found in ran if found[1] == "steal"), ran[0])
     for turn in turns:
         limit = max(PREEMPTED_FLOOR_NS, PREEMPTED_SHARE * turn.answer.ns)
         if turn.account.preempted_ns > limit:
