@@ -61,6 +61,13 @@ class PairedTimes:
     reference_ms: tuple[float, ...]
 
 
+def median_ci(logs: np.ndarray, resamples: int, rng: np.random.Generator) -> tuple[float, float]:
+    """The 95% bootstrap CI of the median of ``logs`` (the rounds' log ratios)."""
+    boot = np.median(rng.choice(logs, size=(resamples, len(logs)), replace=True), axis=1)
+    low, high = np.percentile(boot, [2.5, 97.5])
+    return float(low), float(high)
+
+
 def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0, workload: Workload | None = None,
               peaks: MachinePeaks | None = None, facts: WindowFacts | None = None) -> LatencyResult:
     """Median per side, speedup with a 95% bootstrap CI, roofline position, trust, flags."""
@@ -68,9 +75,7 @@ def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0, w
     cand = np.asarray(times.candidate_ms, dtype=np.float64)
     ref = np.asarray(times.reference_ms, dtype=np.float64)
     logs = np.log(np.maximum(ref, 1e-9) / np.maximum(cand, 1e-9))
-    rng = np.random.default_rng(seed)
-    boot = np.median(rng.choice(logs, size=(resamples, len(logs)), replace=True), axis=1)
-    low, high = np.percentile(boot, [2.5, 97.5])
+    low, high = median_ci(logs, resamples, np.random.default_rng(seed))
     speedup = float(np.exp(np.median(logs)))
     candidate_ms = float(np.median(cand))
     roof = position(workload, candidate_ms / 1e3, peaks) if workload and peaks else None

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from verifier.gates.correctness import Tolerance, check_trials
-from verifier.gates.latency import PairedTimes, WindowFacts, latency_gate, summarise
+from verifier.gates.latency import PairedTimes, WindowFacts, latency_gate, median_ci, summarise
 from verifier.monitor.correctness_phase import IntegrityProblem, Peers, run_trial
 from verifier.monitor.output_checks import SAMPLE, CheckPlan, check_round, mismatch
 from verifier.monitor import window_size
@@ -193,9 +193,8 @@ def _settled(counted: list[list[Turn]], sides: list[Side], timing: TimingPlan, r
                 for i in range(len(sides))]
     record = np.asarray(per_side[0])
     for other in per_side[1:]:
-        logs = np.log(np.maximum(record, 1e-9) / np.maximum(np.asarray(other), 1e-9))
-        boot = np.median(rng.choice(logs, size=(SETTLE_RESAMPLES, len(logs)), replace=True), axis=1)
-        low, high = np.percentile(boot, [2.5, 97.5])
+        low, high = median_ci(np.log(np.maximum(record, 1e-9) / np.maximum(np.asarray(other), 1e-9)),
+                              SETTLE_RESAMPLES, rng)
         if (high - low) / 2 > timing.settle_ci:
             return False
     return True
