@@ -109,6 +109,22 @@ def test_a_task_s_workload_is_counted_once_per_process():
     assert msg.RefStart("print(1)", "float32", 1, 2, 5, 1).count_workload  # the worker counts unless told
 
 
+def test_counting_a_workload_does_not_import_torch_dynamo():
+    """A dispatch mode's first op imports torch._dynamo (1-2 s of CPU in every fresh reference worker)
+    unless the mode's class opts out when it is defined; the count needs no torch.compile."""
+    import subprocess
+    import sys
+
+    code = ("import sys, torch\n"
+            "from verifier.sandbox.workload import count_workload\n"
+            "model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.GELU(), torch.nn.LayerNorm(8))\n"
+            "work = count_workload(model, [torch.randn(4, 8)])\n"
+            "print(work.flops > 0, 'torch._dynamo' in sys.modules)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["True", "False"], run.stdout
+
+
 class _Flatten(torch.nn.Module):
     def forward(self, x):
         return x.reshape(-1)

@@ -32,9 +32,9 @@ class ReferenceFailed(RuntimeError):
     """The reference worker failed (the machine's outcome: retryable, never the candidate's fault)."""
 
 
-# The workload of each task this process verified, by its problem source and dtype: counted once (the
-# counter's dispatch mode imports torch._dynamo in the worker, 2 s of CPU quiet and 5-9 s under load, on
-# every verification before). The count follows the shapes, which the source and dtype fix.
+# The workload of each task this process verified, by its problem source and dtype: counted once (a run of
+# the reference under a dispatch mode, in the worker). The count follows the shapes, which the source and
+# dtype fix.
 _WORKLOADS: dict[str, Workload] = {}
 
 
