@@ -14,6 +14,9 @@ import typer
 from cli import inputs
 from cli.errors import EXIT_FAILED, EXIT_OK, fail, one_line_errors
 from cli.inputs import InputError
+from verifier.settings import VerifySettings
+
+_DEFAULTS = VerifySettings()  # the help names the verifier's own defaults (a light import: no torch)
 
 
 def register(app: typer.Typer) -> None:
@@ -26,10 +29,12 @@ def register(app: typer.Typer) -> None:
         backend: Optional[str] = typer.Option(None, "--backend", help="the build's backend (a check: another "
                                                "backend is refused; default: the build's)"),
         threads: int = typer.Option(2, "--threads", min=1, help="thread budget for candidate and reference"),
-        rounds: int = typer.Option(30, "--rounds", min=1, help="paired latency rounds at most: after 8 the "
-                                   "gate ends once the speedup's 95% CI is within --settle-ci"),
-        settle_ci: float = typer.Option(0.025, "--settle-ci", min=0.0, help="half the CI's width (log terms, "
-                                        "0.025: +-2.5%) that ends the latency rounds early; 0: play every round"),
+        rounds: int = typer.Option(30, "--rounds", min=1, help="paired latency rounds at most: after "
+                                   f"{_DEFAULTS.settle_rounds} the gate ends once the speedup's 95% CI is within "
+                                   "--settle-ci"),
+        settle_ci: float = typer.Option(_DEFAULTS.settle_ci, "--settle-ci", min=0.0, help="half the CI's width (log "
+                                        f"terms, {_DEFAULTS.settle_ci}: +-{_DEFAULTS.settle_ci:.1%}) that ends the "
+                                        "latency rounds early; 0: play every round"),
         as_json: bool = typer.Option(False, "--json", help="print the verdict as one JSON object"),
     ) -> None:
         """Verify CANDIDATE against TASK: hack -> compile -> correctness -> latency."""
@@ -39,7 +44,6 @@ def register(app: typer.Typer) -> None:
             source = inputs.candidate_source(candidate)
             chosen = inputs.build_backend(found, inputs.backend(backend)) if backend else spec.variant
         from verifier.api import verify
-        from verifier.settings import VerifySettings
 
         with one_line_errors(ValueError):
             settings = VerifySettings(threads=threads, latency_rounds=rounds, settle_ci=settle_ci)

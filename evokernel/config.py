@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     # the shortest timed window (ms; the verifier's own default): shorter verifies faster, but a window's
     # fixed cost and its cold first call weigh more in the figure (docs/timing.md: smoke runs, tests)
     latency_window_ms: float = Field(40.0, ge=1.0)
+    # the latency rounds end once the speedup's 95% CI is within this (half its width, log terms: +-2.5%)
+    # of its median, after the verifier's settle_rounds; 0 plays every round (docs/timing.md)
+    latency_settle_ci: float = Field(0.025, ge=0.0)
 
     # orchestration: tasks of the same level may run concurrently (they share the memory lake);
     # levels stay in order (L1 before L2). threads by default; dask for a cluster (prefect-dask):

@@ -84,7 +84,7 @@ def open_lake(uri: str | Path, backend: Backend, q_init: float = 0.0) -> Lake:
 def verify_settings(settings: Settings) -> VerifySettings:
     return VerifySettings(threads=settings.verify_threads, timeout_s=settings.verify_timeout_s,
                           correctness_trials=settings.correctness_trials, latency_rounds=settings.latency_rounds,
-                          window_ms=settings.latency_window_ms)
+                          window_ms=settings.latency_window_ms, settle_ci=settings.latency_settle_ci)
 
 
 def open_runtime(settings: Settings, campaign_id: str | None = None) -> Runtime:

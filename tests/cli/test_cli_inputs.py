@@ -56,6 +56,19 @@ def test_the_timing_window_reaches_the_verifier_and_a_window_under_1_ms_is_refus
         inputs.settings(config)
 
 
+def test_the_early_end_of_the_latency_rounds_can_be_switched_off_from_a_campaigns_config(tmp_path):
+    from evokernel.agent.runtime import verify_settings
+    from verifier.settings import VerifySettings
+
+    assert verify_settings(inputs.settings(None)).settle_ci == VerifySettings().settle_ci  # the verifier's default
+    config = tmp_path / "c.toml"
+    config.write_text("latency_settle_ci = 0\n")
+    assert verify_settings(inputs.settings(config)).settle_ci == 0.0  # every round played
+    config.write_text("latency_settle_ci = -0.1\n")
+    with pytest.raises(InputError, match=rf"^{config}: latency_settle_ci: "):
+        inputs.settings(config)
+
+
 def test_evokernel_home_is_accepted_and_other_unknown_variables_are_not(monkeypatch, tmp_path):
     monkeypatch.setenv("EVOKERNEL_HOME", str(tmp_path))  # what prefect.yaml's pull step reads on a worker
     assert inputs.settings(None, budget=3).budget == 3
