@@ -177,9 +177,21 @@ def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timi
             counted.append(turns)
             if len(counted) == 1:
                 _resize_once_measured(rounds, sides, counter, order, tol, sample, device, timing, most, turns)
-            elif len(counted) >= max(sure, _trusted_min(timing)) and _settled(counted, sides, timing, settle):
+            elif _ends_early(counted, steals, sides, timing, settle):
                 break
     return counted, disturbed, reasons
+
+
+def _ends_early(counted: list[list[Turn]], steals: int, sides: list[Side], timing: TimingPlan,
+                rng: np.random.Generator) -> bool:
+    """Whether the phase stops before its last round: the rounds certain to play (and the trusted minimum)
+    counted, the figure known to the plan's precision (:func:`_settled`), and no round yet in which the
+    candidate's process used CPU while stopped. A process seen stealing meets every round and retime, as
+    without the early end: the refusal needs :data:`STEAL_LIMIT` such rounds, and one that steals now and
+    then would otherwise be timed over too few rounds to show the second."""
+    if steals or len(counted) < max(timing.sure_rounds, _trusted_min(timing)):
+        return False
+    return _settled(counted, sides, timing, rng)
 
 
 def _settled(counted: list[list[Turn]], sides: list[Side], timing: TimingPlan, rng: np.random.Generator) -> bool:
