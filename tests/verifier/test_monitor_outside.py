@@ -218,6 +218,21 @@ def test_mapped_objects_are_sorted_by_whose_code_they_are(tmp_path):
     assert kind_of("/tmp/observer.so", libs, ("/tmp/observer.so",)) == RUNTIME
 
 
+def test_the_monitor_sorts_code_and_reads_namespaces_without_importing_torch(tmp_path):
+    """The monitor never runs torch: finding torch's directory and reading a source that defines no
+    operator namespace import nothing of it (importing it cost every `evokernel verify` 1.5-2 s and
+    the monitor's memory)."""
+    code = ("import sys\n"
+            "from verifier.monitor.code_map import TORCH, kind_of\n"
+            "from verifier.sandbox.observer import own_namespaces\n"
+            f"assert kind_of({TORCH_CPU!r}, {str(tmp_path)!r}) == TORCH\n"
+            "assert own_namespaces(['extern \"C\" void f() {}']) == ()\n"
+            "print('torch' in sys.modules)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.strip() == "False"
+
+
 # ---- the in-process observer's namespace rule -------------------------------------------------------
 NAMESPACES = """
 import json, sys, torch
