@@ -102,3 +102,41 @@ def test_spares_still_booting_stay_stopped_while_a_latency_phase_times_and_boot_
         taken.close()
     finally:
         pool.close()
+
+
+def test_a_spare_taken_while_a_latency_phase_stops_the_others_is_never_left_stopped(monkeypatch):
+    """Two verifications in threads: one enters its latency phase and stops the spares still booting while
+    the other takes one of them. Stopped after the take, the spare stayed stopped under the verification
+    that took it (no block held it any more), whose reference worker then timed out drawing inputs (240 s,
+    a CI run under load 10). A take now waits for the stop in progress and continues what it takes."""
+    import threading
+    import time
+
+    from verifier.monitor import pool as pool_module
+    from verifier.monitor.pool import Pool
+    from verifier.monitor.sites import RunnerSpec
+
+    s = VerifySettings()
+    spec = RunnerSpec("cpu", 1, s.memory_limit_mb, s.file_size_limit_mb)
+    pool = Pool()
+    real_hold, taken, racer = pool_module.hold, [], []
+
+    def hold_after_a_take(pid: int) -> int:
+        if not racer:  # the other verification takes a spare between the registration and the stops
+            racer.append(threading.Thread(target=lambda: taken.append(pool.runner(spec, 1))))
+            racer[0].start()
+            racer[0].join(0.5)  # it waits for the pool's lock while a stop is in progress
+        return real_hold(pid)
+
+    try:
+        pool.replenish(spec, 1, s.memory_limit_mb, False, 1)
+        monkeypatch.setattr(pool_module, "hold", hold_after_a_take)
+        with pool.paused() as stopped:
+            assert stopped == 2
+            racer[0].join(30)
+            assert taken and _state(taken[0].process.pid()) not in ("T", "t")  # continued at once
+        assert _state(taken[0].process.pid()) not in ("T", "t")
+        assert taken[0].wait_ready(time.monotonic() + 120)
+        taken[0].close()
+    finally:
+        pool.close()

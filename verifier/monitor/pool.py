@@ -115,13 +115,17 @@ class Pool:
         takes it (:meth:`_resume`)."""
         with self._lock:
             booting = [s for s in self._held() if s.ready is None and s.process is not None]
-        pids = [pid for pid in (site.process.pid() for site in booting) if pid > 0]
-        with self._lock:
+        pids = [(site, pid) for site, pid in ((site, site.process.pid()) for site in booting) if pid > 0]
+        with self._lock:  # a spare taken since (its process's pid read outside the lock) is not stopped
+            held = self._held()
+            pids = [pid for site, pid in pids if any(site is h for h in held)]
             for pid in pids:
                 self._paused[pid] = self._paused.get(pid, 0) + 1
         try:
             for pid in pids:
-                hold(pid)
+                with self._lock:  # a take in between continues the spare (:meth:`_resume`) and unregisters it:
+                    if pid in self._paused:  # stopping it now would leave it stopped under its verification
+                        hold(pid)
             yield len(pids)
         finally:
             done = []
