@@ -237,21 +237,22 @@ def _paired(ref_ms: list[float], cand_ms: list[float]):
 def test_the_latency_rounds_end_early_only_once_the_speedup_is_known_to_the_plans_precision():
     from dataclasses import replace
 
-    from verifier.monitor.timing import TimingPlan, _ends_early, _settled
+    from verifier.monitor.early_end import ends_early, settled
+    from verifier.monitor.timing import TimingPlan
 
     plan = TimingPlan(16, 40.0, 256, 1, 16, 1000, 50.0, settle_rounds=8, settle_ci=0.025)
     steady = _paired([2.0 + 0.01 * (k % 3) for k in range(8)], [1.0] * 8)
     noisy = _paired([2.0, 2.6, 1.5, 2.2, 1.7, 2.9, 1.4, 2.4], [1.0] * 8)
-    assert _settled(steady, [None, None], plan, np.random.default_rng(0))
-    assert not _settled(noisy, [None, None], plan, np.random.default_rng(0))
-    assert not _settled(steady, [None, None], replace(plan, settle_ci=0.0), np.random.default_rng(0))
+    assert settled(steady, [None, None], plan, np.random.default_rng(0))
+    assert not settled(noisy, [None, None], plan, np.random.default_rng(0))
+    assert not settled(steady, [None, None], replace(plan, settle_ci=0.0), np.random.default_rng(0))
     # the rounds certain to play (the audits and the observed rounds are placed among them)
     assert plan.sure_rounds == 8 and replace(plan, settle_rounds=0).sure_rounds == 16
     assert replace(plan, settle_ci=0.0).sure_rounds == 16 and replace(plan, rounds=5).sure_rounds == 5
     # a candidate seen using CPU while stopped meets every round: no early end once one round showed it
-    assert _ends_early(steady, 0, [None, None], plan, np.random.default_rng(0))
-    assert not _ends_early(steady, 1, [None, None], plan, np.random.default_rng(0))
-    assert not _ends_early(steady[:7], 0, [None, None], plan, np.random.default_rng(0))  # before the sure rounds
+    assert ends_early(steady, 0, [None, None], plan, np.random.default_rng(0), 8)
+    assert not ends_early(steady, 1, [None, None], plan, np.random.default_rng(0), 8)
+    assert not ends_early(steady[:7], 0, [None, None], plan, np.random.default_rng(0), 8)  # before the sure rounds
 
 
 def test_a_verification_of_a_steady_kernel_ends_its_latency_rounds_early(tmp_path, verify_cache):

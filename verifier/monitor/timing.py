@@ -41,8 +41,9 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from verifier.gates.correctness import Tolerance, check_trials
-from verifier.gates.latency import PairedTimes, WindowFacts, latency_gate, median_ci, summarise
+from verifier.gates.latency import PairedTimes, WindowFacts, latency_gate, summarise
 from verifier.monitor.correctness_phase import IntegrityProblem, Peers, run_trial
+from verifier.monitor.early_end import ends_early
 from verifier.monitor.output_checks import SAMPLE, CheckPlan, check_round, mismatch
 from verifier.monitor import window_size
 from verifier.monitor.peers import PeerFailure
@@ -62,7 +63,6 @@ LATE_WORK_ROUNDS = 3  # fewer rounds than this judge no late work: one round's c
 MIN_TRUSTED_ROUNDS = 5
 WARM_UP_MOST = 16  # untimed rounds at most before the measured ones (a kernel may fault pages on every call)
 STEADY_FAULTS = 64  # pages a window may fault in and count as steady (a Python arena, a stack page: not outputs)
-SETTLE_RESAMPLES = 1000  # bootstrap resamples of the early-stop check (the verdict's own CI uses the settings')
 REGROW_FACTOR = 1.25  # the warm-up's windows resize the window when they fit this many times more calls
 
 __all__ = ["SAMPLE", "TimingPlan", "latency", "measure", "mismatch"]
@@ -177,39 +177,9 @@ def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timi
             counted.append(turns)
             if len(counted) == 1:
                 _resize_once_measured(rounds, sides, counter, order, tol, sample, device, timing, most, turns)
-            elif _ends_early(counted, steals, sides, timing, settle):
+            elif ends_early(counted, steals, sides, timing, settle, max(sure, _trusted_min(timing))):
                 break
     return counted, disturbed, reasons
-
-
-def _ends_early(counted: list[list[Turn]], steals: int, sides: list[Side], timing: TimingPlan,
-                rng: np.random.Generator) -> bool:
-    """Whether the phase stops before its last round: the rounds certain to play (and the trusted minimum)
-    counted, the figure known to the plan's precision (:func:`_settled`), and no round yet in which the
-    candidate's process used CPU while stopped. A process seen stealing meets every round and retime, as
-    without the early end: the refusal needs :data:`STEAL_LIMIT` such rounds, and one that steals now and
-    then would otherwise be timed over too few rounds to show the second."""
-    if steals or len(counted) < max(timing.sure_rounds, _trusted_min(timing)):
-        return False
-    return _settled(counted, sides, timing, rng)
-
-
-def _settled(counted: list[list[Turn]], sides: list[Side], timing: TimingPlan, rng: np.random.Generator) -> bool:
-    """Whether every side's speedup over ``sides[0]`` is already known to within ``timing.settle_ci``: half
-    the log width of its 95% bootstrap CI (the median of the rounds' ratios, as the gate summarises it),
-    so that more rounds would not change the figure a user reads (a quiet machine, a steady kernel)."""
-    if timing.settle_rounds <= 0 or timing.settle_ci <= 0:
-        return False
-    fixed = window_size.fixed_cost([t for turns in counted for t in turns])
-    per_side = [[next(t for t in turns if t.side == i).ms_per_call_less(fixed) for turns in counted]
-                for i in range(len(sides))]
-    record = np.asarray(per_side[0])
-    for other in per_side[1:]:
-        low, high = median_ci(np.log(np.maximum(record, 1e-9) / np.maximum(np.asarray(other), 1e-9)),
-                              SETTLE_RESAMPLES, rng)
-        if (high - low) / 2 > timing.settle_ci:
-            return False
-    return True
 
 
 def _resize_once_measured(rounds: Rounds, sides: list[Side], counter: "_Counter", order: random.Random,
