@@ -48,11 +48,16 @@ def recorded(catalog_file: Path) -> str | None:
 
 def record_relative(catalog_file: Path) -> None:
     """Record ``data/`` as the data path of a directory lake's catalog (idempotent), through DuckDB's
-    SQLite as :func:`recorded` reads it."""
+    SQLite as :func:`recorded` reads it. A catalog another process is writing (the campaign that has just
+    created the lake, while a query or a progress bar opens it) is left as it is: this open uses the
+    lake's own ``data/`` all the same, and a later one records it."""
     con = engine.new_connection(("sqlite",))
     try:
         con.execute(f"ATTACH {engine.literal(str(catalog_file))} AS recorded_catalog (TYPE sqlite)")
         con.execute("UPDATE recorded_catalog.ducklake_metadata SET value = ? WHERE key = 'data_path'", [RELATIVE])
+    except duckdb.Error as exc:
+        if "locked" not in str(exc).lower():
+            raise
     finally:
         con.close()
 

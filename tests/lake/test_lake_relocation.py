@@ -96,6 +96,32 @@ def test_a_moved_lake_works(tmp_path):
         assert runner.invoke(app, ["lake", *args[:1], "--lake", str(m2), *args[1:]]).exit_code == 0, args
 
 
+def test_a_lake_whose_catalog_another_process_is_writing_opens_without_recording_its_data_path(tmp_path):
+    """A progress bar or a query opening a lake whose creator still writes its catalog (the first moments of
+    a campaign, before the creator's own open records ``data/``) found "database is locked" in the
+    migration's one write, and failed (a CI run). It reads the lake from its own ``data/`` and leaves the
+    record to a later open."""
+    import sys
+
+    root = tmp_path / "L"
+    _lake_with_history(root).close()
+    _record(root, f"{root}/data/")  # as DuckLake records it when it creates a catalog
+    holder = subprocess.Popen([sys.executable, "-c", "import sqlite3, sys, time\n"
+                               f"db = sqlite3.connect({str(root / 'catalog.sqlite')!r}, isolation_level=None)\n"
+                               "db.execute('BEGIN EXCLUSIVE')\nprint('locked', flush=True)\ntime.sleep(120)\n"],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        assert Lake.exists(root)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert _recorded(root) == f"{root}/data/"  # left as it was while locked
+    lake = Lake.open(root)
+    assert _count(lake, "attempts") == 4 and _recorded(root) == "data/"  # the next open records it
+    lake.close()
+
+
 def test_a_directory_lake_with_its_data_elsewhere_is_refused_unless_its_catalog_says_so(tmp_path):
     root, elsewhere = tmp_path / "lake", tmp_path / "elsewhere"
     catalog_uri = f"ducklake:sqlite:{root / 'catalog.sqlite'}"
