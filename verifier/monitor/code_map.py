@@ -18,8 +18,6 @@ Every executable mapping gets one of four kinds:
 
 from __future__ import annotations
 
-import importlib.util
-
 import re
 import sys
 import sysconfig
@@ -28,6 +26,8 @@ from functools import cache
 from pathlib import Path
 
 import numpy as np
+
+from verifier.sandbox.observer import torch_package_dir
 
 OWN, RUNTIME, TORCH, FOREIGN = "own", "runtime", "torch", "foreign"
 KERNEL = "[kernel]"
@@ -49,10 +49,9 @@ class Mapping:
 
 @cache
 def _torch_dir() -> str:
-    """torch's package directory, found without importing torch (1.5-2 s the monitor does not need)."""
-    spec = importlib.util.find_spec("torch")
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    return str(Path(locations[0]).resolve()) if locations else "/nonexistent-torch"
+    """torch's package directory, resolved (found without importing torch: 1.5-2 s the monitor does not need)."""
+    found = torch_package_dir()
+    return str(found.resolve()) if found else "/nonexistent-torch"
 
 
 @cache  # sysconfig expands its paths anew on every call: 2.2 s of a verification's 10 s before

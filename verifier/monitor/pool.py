@@ -115,10 +115,10 @@ class Pool:
         takes it (:meth:`_resume`)."""
         with self._lock:
             booting = [s for s in self._held() if s.ready is None and s.process is not None]
-        pids = [(site, pid) for site, pid in ((site, site.process.pid()) for site in booting) if pid > 0]
+        found = [(site, site.process.pid()) for site in booting]
         with self._lock:  # a spare taken since (its process's pid read outside the lock) is not stopped
             held = self._held()
-            pids = [pid for site, pid in pids if any(site is h for h in held)]
+            pids = [pid for site, pid in found if pid > 0 and any(site is h for h in held)]
             for pid in pids:
                 self._paused[pid] = self._paused.get(pid, 0) + 1
         try:

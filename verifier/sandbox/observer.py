@@ -120,7 +120,8 @@ def own_namespaces(sources: list[str]) -> tuple[str, ...]:
     return tuple(ns for ns in found if ns not in torch_own)[:OWN_SLOTS]
 
 
-def _torch_dir() -> Path | None:
+def torch_package_dir() -> Path | None:
+    """torch's package directory, found without importing torch (None: torch is not installed)."""
     spec = find_spec("torch")
     locations = list(spec.submodule_search_locations or []) if spec else []
     return Path(locations[0]) if locations else None
@@ -135,7 +136,7 @@ def _key(torch_dir: Path, compiler: str) -> str:
 
 def library(cache_root: Path, timeout_s: float = 300.0) -> tuple[Path | None, str]:
     """(the built observer, "") or (None, why not). Built once into ``cache_root/observer/<key>``."""
-    torch_dir = _torch_dir()
+    torch_dir = torch_package_dir()
     compiler = shutil.which("g++") or shutil.which("c++")
     if torch_dir is None or not (torch_dir / "include" / "ATen" / "record_function.h").is_file():
         return None, "torch's C++ headers are not installed"
