@@ -166,12 +166,16 @@ class Survivors:
         self._reap_orphans()
 
     def _children(self) -> list[str]:
-        """Live (not zombie) children of this process."""
-        me = str(os.getpid())
+        """Live (not zombie) children of this process and of its fork servers (whose children are the
+        launchers of the processes they forked; the servers themselves are not counted)."""
+        from verifier.sandbox.forked import server_pids
+
+        servers = {str(pid) for pid in server_pids()}
+        parents = {str(os.getpid()), *servers}
         out = []
         for pid in os.listdir("/proc"):
             fields = _stat_fields(pid) if pid.isdigit() else None
-            if fields and fields[3] == me and fields[2] != "Z":
+            if fields and fields[3] in parents and fields[2] != "Z" and pid not in servers:
                 out.append(pid)
         return out
 

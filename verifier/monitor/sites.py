@@ -101,7 +101,7 @@ class RunnerSite(Site):
                                           backend_packages(spec.backend))
         env = clean_env(spec.threads, self.work, import_root, spec.devices)
         page_fd = self.page.arena.fd
-        self.process = Sandboxed([spec.python, "-m", "verifier.sandbox.candidate_runner", "{channel}", str(page_fd)],
+        self.process = Sandboxed([spec.python, "-m", "verifier.sandbox.candidate_runner", "{channel}", "{fd:0}"],
                                  policy, self.work, env, extra_fds=(page_fd,))
         self.process.send(msg.Boot(spec.backend, spec.threads, spec.observer, spec.device))
 

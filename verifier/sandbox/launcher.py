@@ -36,7 +36,8 @@ ISOLATION_FAILED = 70
 MONITOR_ENV = "EVOKERNEL_MONITOR_PID"  # the pid of the process that started this launcher (its parent)
 
 
-def _confine(policy: isolation.Policy) -> None:
+def confine(policy: isolation.Policy) -> None:
+    """Apply the policy in the process about to run (a failure is said on its stderr, then raised)."""
     try:
         isolation.apply(policy)
     except BaseException as exc:
@@ -48,7 +49,7 @@ def main(argv: list[str]) -> int:
     status_fd, keep = int(argv[1]), tuple(int(fd) for fd in argv[2].split(",") if fd)
     command = argv[argv.index("--") + 1:]
     policy = isolation.Policy.from_env(os.environ.pop(isolation.POLICY_ENV, "{}"))
-    monitor = _watch_monitor(os.environ.pop(MONITOR_ENV, ""))
+    monitor = watch_monitor(os.environ.pop(MONITOR_ENV, ""))
     if monitor == -1:
         print("sandbox launcher: the monitor that started it is gone", file=sys.stderr)
         return ISOLATION_FAILED
@@ -60,7 +61,7 @@ def main(argv: list[str]) -> int:
         namespaces = f"no PID and network namespaces here ({exc.strerror or exc})"
     switch = {} if policy.uid is None else {"user": policy.uid, "group": policy.gid, "extra_groups": list(policy.groups)}
     try:  # close_fds=False keeps the /proc/self pin apply() opens; pass_fds keeps the channels
-        child = subprocess.Popen(command, close_fds=False, env=dict(os.environ), preexec_fn=lambda: _confine(policy),
+        child = subprocess.Popen(command, close_fds=False, env=dict(os.environ), preexec_fn=lambda: confine(policy),
                                  **switch)
     except (subprocess.SubprocessError, OSError) as exc:
         print(f"sandbox launcher: cannot start {command[:1]}: {exc}", file=sys.stderr)
@@ -74,14 +75,14 @@ def main(argv: list[str]) -> int:
             pass
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
-    code = _wait(child, monitor)
+    code = child.returncode = wait_watching(child.pid, monitor)
     if code < 0:
         signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
     return code
 
 
-def _watch_monitor(expected: str) -> int | None:
+def watch_monitor(expected: str) -> int | None:
     """A pidfd on the monitor (readable once it has exited); None where none can be opened (no pid
     given, or a kernel without pidfds: the process then dies only with its channel's end), -1 where the
     monitor is already gone (this launcher was reparented)."""
@@ -97,25 +98,30 @@ def _watch_monitor(expected: str) -> int | None:
     return watch
 
 
-def _wait(child: subprocess.Popen, monitor: int | None) -> int:
-    """The child's exit status; if the monitor exits first, the child is killed first (it is pid 1 of its
-    namespace: everything it started goes with it)."""
+def wait_watching(pid: int, monitor: int | None) -> int:
+    """The exit status of our child ``pid`` (negative: the signal that killed it); if the monitor exits
+    first, the child is killed first (it is pid 1 of its namespace: everything it started goes with it)."""
     try:
-        own = os.pidfd_open(child.pid) if monitor is not None else None
+        own = os.pidfd_open(pid) if monitor is not None else None
     except OSError:
         own = None
-    if own is None:
-        return child.wait()
-    poller = select.poll()
-    poller.register(own, select.POLLIN)
-    poller.register(monitor, select.POLLIN)
+    if own is not None:
+        poller = select.poll()
+        poller.register(own, select.POLLIN)
+        poller.register(monitor, select.POLLIN)
+        while True:
+            ready = {fd for fd, _ in poller.poll()}
+            if own in ready:
+                break
+            if monitor in ready:
+                signal.pidfd_send_signal(own, signal.SIGKILL)
+                break
+        os.close(own)
     while True:
-        ready = {fd for fd, _ in poller.poll()}
-        if own in ready:
-            return child.wait()
-        if monitor in ready:
-            child.kill()
-            return child.wait()
+        try:
+            return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        except InterruptedError:
+            continue
 
 
 if __name__ == "__main__":

@@ -4,7 +4,9 @@ killed as a whole.
 :class:`Sandboxed` starts ``python -m verifier.sandbox.launcher`` in a new session with a clean
 environment and the role's policy (verifier.sandbox.isolation); the launcher makes the namespaces and
 starts the process itself, confined before it runs, reports its pid, and kills it if this process
-dies first. The process's stdout and
+dies first. A runner or a reference worker comes from a fork server instead where one can start it
+(verifier.sandbox.forked): the same launcher steps in a process forked from one that imported torch
+already, so that the process skips its 1.5 s start-up. The process's stdout and
 stderr go to a log the monitor opened and reads back through its own descriptor, never by path (the
 process owns its directory and could put a link there). Exit statuses become one-line reasons.
 """
@@ -20,7 +22,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from kernelbench_npu.child_process import ChildProcess, status_line
-from verifier.sandbox import isolation, messages
+from verifier.sandbox import forked, isolation, messages
 from verifier.sandbox.channel import Channel, ChannelClosed, socket_pair
 from verifier.sandbox.launcher import MONITOR_ENV
 
@@ -72,46 +74,55 @@ class Sandboxed:
                                os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         ours, theirs = socket_pair() if channel else (None, None)
         status_r, status_w = os.pipe()
-        keep = ([theirs.fileno()] if theirs is not None else []) + list(extra_fds)
-        for fd in extra_fds:
-            os.set_inheritable(fd, True)
-        command = [a.replace("{channel}", str(theirs.fileno()) if theirs is not None else "") for a in argv]
-        launcher = [sys.executable, "-m", "verifier.sandbox.launcher", str(status_w), ",".join(map(str, keep)), "--",
-                    *command]
+        own = ([theirs.fileno()] if theirs is not None else []) + list(extra_fds)
+        command = [_fill(a, theirs.fileno() if theirs is not None else -1, list(extra_fds)) for a in argv]
         env = {**env, isolation.POLICY_ENV: policy.to_env(), MONITOR_ENV: str(os.getpid())}
+        self._status = StatusLines(status_r)
         try:
-            self.proc = ChildProcess(launcher, env=env, cwd=self.workdir, pass_fds=(status_w, *keep),
-                                     stdout=self._log_fd)
+            self.proc = self._forked(argv, policy, env, status_w, own) or self._launched(command, env, status_w, own)
         finally:
             os.close(status_w)
             if theirs is not None:
                 theirs.close()
         self.channel = Channel(ours) if ours is not None else None
-        self._status_r = status_r
         self._pid: int | None = None
         self.namespaces = ""  # why the launcher could not make namespaces ("" when it did)
         self.started = time.monotonic()
+
+    def _launched(self, command: list[str], env: dict[str, str], status_w: int, own: list[int]) -> ChildProcess:
+        """``python -m verifier.sandbox.launcher``, which execs ``command``."""
+        for fd in own:
+            os.set_inheritable(fd, True)
+        launcher = [sys.executable, "-m", "verifier.sandbox.launcher", str(status_w), ",".join(map(str, own)), "--",
+                    *command]
+        return ChildProcess(launcher, env=env, cwd=self.workdir, pass_fds=(status_w, *own), stdout=self._log_fd)
+
+    def _forked(self, argv: Sequence[str], policy: isolation.Policy, env: dict[str, str], status_w: int,
+                own: list[int]) -> forked.ForkedProcess | None:
+        """The same process forked by a fork server (verifier.sandbox.zygote) where one can start it."""
+        process_env = {k: v for k, v in env.items() if k not in (isolation.POLICY_ENV, MONITOR_ENV)}
+        if not forked.eligible(list(argv), process_env):
+            return None
+        server = forked.server_for(process_env)
+        if server is None:
+            return None
+        channel_at = own[0] if own else -1
+        args = [_fill(a, channel_at, own[1:], keep=True) for a in argv[3:]]
+        try:
+            pid, pidfd = server.start(argv[2], args, policy, process_env, self.workdir, [status_w, self._log_fd, *own])
+        except forked.ServerFailed:
+            return None
+        return forked.ForkedProcess(pid, pidfd, self._status.exit_status)
 
     # ---- identity ----------------------------------------------------------------------------------
     def pid(self, timeout_s: float = LAUNCH_S) -> int:
         """The process's pid as the monitor sees it (0 if the launcher failed)."""
         if self._pid is None:
-            self._pid = 0
-            line = b""
-            deadline = time.monotonic() + timeout_s
-            while not line.endswith(b"\n") and time.monotonic() < deadline:
-                ready, _, _ = select.select([self._status_r], [], [], max(0.0, deadline - time.monotonic()))
-                if not ready:
-                    break
-                chunk = os.read(self._status_r, 4096)
-                if not chunk:
-                    break
-                line += chunk
             try:
-                status = json.loads(line.decode() or "{}")
+                status = json.loads(self._status.first(timeout_s) or "{}")
                 self._pid = int(status.get("pid", 0))
                 self.namespaces = str(status.get("namespaces", ""))
-            except (ValueError, TypeError):
+            except (ValueError, TypeError, AttributeError):
                 self._pid = 0
         return self._pid
 
@@ -158,14 +169,15 @@ class Sandboxed:
         if self.channel is not None:
             self.channel.close()
             self.channel = None
-        for name in ("_status_r", "_log_fd"):
-            fd = getattr(self, name)
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
-                setattr(self, name, -1)
+        self._status.close()
+        if isinstance(self.proc, forked.ForkedProcess):
+            self.proc.release()
+        if self._log_fd >= 0:
+            try:
+                os.close(self._log_fd)
+            except OSError:
+                pass
+            self._log_fd = -1
 
     def exit_reason(self, wait_s: float = 2.0) -> str:
         """Why the process stopped talking: its exit status as one line."""
@@ -192,3 +204,59 @@ class Sandboxed:
             return ""
         text = data.decode(errors="replace")
         return "\n".join(text.splitlines()[-lines:])[-1500:]
+
+
+def _fill(arg: str, channel: int, extra: list[int], keep: bool = False) -> str:
+    """``{channel}`` and ``{fd:N}`` as descriptor numbers (``keep``: as the fork server's ``{keep:N}``,
+    the channel first, then the extra descriptors)."""
+    if arg == "{channel}":
+        return "{keep:0}" if keep else str(channel)
+    if arg.startswith("{fd:") and arg.endswith("}"):
+        n = int(arg[4:-1])
+        return f"{{keep:{n + 1}}}" if keep else str(extra[n])
+    return arg
+
+
+class StatusLines:
+    """The launcher's status pipe: a first line (the process's pid, once it is confined) and, from a
+    forked launcher, a last one (its exit status)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd, self._buffer, self._lines = fd, b"", []
+        self._first: str | None = None
+
+    def first(self, timeout_s: float) -> str:
+        if self._first is None:
+            self._read(time.monotonic() + timeout_s, until_line=True)
+            self._first = self._lines.pop(0) if self._lines else ""
+        return self._first
+
+    def exit_status(self) -> int | None:
+        """The exit line's status once the launcher has exited (None: it wrote none)."""
+        self._read(time.monotonic() + 1.0, until_line=False)
+        for line in self._lines:
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(data, dict) and isinstance(data.get("exit"), int):
+                return data["exit"]
+        return None
+
+    def _read(self, deadline: float, until_line: bool) -> None:
+        while self._fd >= 0 and not (until_line and self._lines):
+            ready, _, _ = select.select([self._fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                return
+            chunk = os.read(self._fd, 4096)
+            if not chunk:
+                self.close()
+                return
+            self._buffer += chunk
+            *lines, self._buffer = self._buffer.split(b"\n")
+            self._lines += [line.decode(errors="replace") for line in lines]
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1

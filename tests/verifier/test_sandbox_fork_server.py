@@ -1,0 +1,175 @@
+"""The fork server (verifier.sandbox.zygote): a runner forked from it is confined exactly as an exec'd one.
+
+A probe candidate reads, at import, what its process is and may do (uid, groups, capabilities,
+no_new_privs, seccomp, limits, namespaces, descriptors, environment, import path, signal dispositions,
+what it can read) and raises it as its import error, which the verdict carries. The same probe runs in
+an exec'd runner (``EVOKERNEL_FORK_SERVER=0``) and a forked one; the two must agree, and the forked one
+must hold no descriptor of the server and reach nothing of the server's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from verifier_taskutil import fixture_task
+
+from verifier.api import verify
+from verifier.gates.hack_native import NATIVE_CHECKS
+from verifier.gates.hack_python import CHECKS
+from verifier.monitor.pool import POOL
+from verifier.sandbox import forked, landlock, seccomp
+from verifier.settings import VerifySettings
+
+pytestmark = pytest.mark.skipif(not (landlock.abi_version()[0] and seccomp.supported() and forked.enabled()),
+                                reason="needs Landlock, the x86_64 seccomp filter and pidfds")
+ROOT = Path(__file__).resolve().parents[2]
+ALL_STATIC = tuple(dict.fromkeys((*CHECKS, *NATIVE_CHECKS)))
+
+PROBE = '''
+import json, os, resource, signal, socket, sys
+
+def status(field):
+    return [l.split(":", 1)[1].strip() for l in open("/proc/self/status") if l.startswith(field + ":")][0]
+
+def readable(path):
+    try:
+        os.listdir(path) if os.path.isdir(path) else open(path, "rb").close()
+        return True
+    except OSError:
+        return False
+
+def fd_kind(fd):
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return "?"
+    return target.split(":")[0] if ":" in target and not target.startswith("/") else (
+        "proc-self" if target.startswith("/proc/") else "file:" + target.rsplit("/", 1)[-1])
+
+try:
+    socket.create_connection(("127.0.0.1", 22), timeout=0.5).close()
+    net = "reached"
+except OSError as exc:
+    net = type(exc).__name__
+facts = {
+    "uid": [os.getuid(), os.geteuid(), os.getgid(), os.getegid(), sorted(os.getgroups())],
+    "caps": [status(f) for f in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp")],
+    "pid1": os.getpid() == 1, "dumpable": __import__("ctypes").CDLL(None).prctl(3, 0, 0, 0, 0),
+    "limits": [resource.getrlimit(r) for r in (resource.RLIMIT_AS, resource.RLIMIT_FSIZE, resource.RLIMIT_CORE,
+                                               resource.RLIMIT_NPROC)],
+    "affinity": sorted(os.sched_getaffinity(0)),
+    "fds": sorted(fd_kind(int(fd)) for fd in os.listdir("/proc/self/fd")),
+    "env": sorted(os.environ), "cwd_is_work": os.getcwd().endswith("/work"),
+    "path0_is_cwd": sys.path[0] == os.getcwd(),
+    "signals": [str(signal.getsignal(s)) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGPIPE, signal.SIGCHLD)],
+    "net": net, "reads_tests": readable(ROOT_TESTS), "reads_root_home": readable("/root"),
+    "reads_zygote": [readable(p) for p in ZYGOTES],
+    "modules_torch": "torch" in sys.modules,
+}
+raise RuntimeError("PROBE" + json.dumps(facts) + "PROBE")
+
+class ModelNew:
+    pass
+'''
+
+
+def _facts(cache: Path, zygote_dirs: list[str]) -> dict:
+    source = PROBE.replace("ROOT_TESTS", repr(str(ROOT / "tests"))).replace("ZYGOTES", repr(zygote_dirs))
+    verdict = verify(fixture_task("relu"), "import torch\n" + source, "cpu",
+                     VerifySettings.for_tests(cache, seed=7, disabled_checks=ALL_STATIC))
+    texts = [t for g in verdict.gates for t in (g.detail, g.reason) if t.count("PROBE") >= 2]
+    assert texts, verdict.to_json_dict()
+    return json.loads(texts[0].split("PROBE")[1])
+
+
+def test_a_forked_runner_is_confined_as_an_exec_d_one_and_reaches_nothing_of_the_server(tmp_path, monkeypatch):
+    monkeypatch.setenv(forked.ENABLED_ENV, "0")
+    POOL.close()  # no spare of the other kind is handed out
+    execd = _facts(tmp_path / "cache", [])
+    monkeypatch.setenv(forked.ENABLED_ENV, "1")
+    POOL.close()
+    first = _facts(tmp_path / "cache", [])
+    roots = [str(s.root) for s in forked._SERVERS.values()]
+    assert roots, "no fork server was started"
+    forked_facts = _facts(tmp_path / "cache", [*roots, *(f"{r}/server.log" for r in roots)])
+    assert first["uid"] == forked_facts["uid"]
+    reached = forked_facts.pop("reads_zygote")
+    assert reached == [False] * len(reached), "a forked runner reads the fork server's directory or log"
+    execd.pop("reads_zygote")
+    assert forked_facts["caps"][-2:] == ["1", "2"], forked_facts["caps"]  # no_new_privs, a seccomp filter
+    if execd["uid"][0] != 0:  # a dedicated uid: the same one is not guaranteed, its being unprivileged is
+        assert forked_facts["uid"][0] != 0 and forked_facts["uid"][0] != os.getuid()
+        execd["uid"] = forked_facts["uid"] = "dropped"
+    assert forked_facts == execd
+    assert not forked_facts["reads_tests"] and not forked_facts["reads_root_home"] and forked_facts["net"] != "reached"
+
+
+def test_a_fork_server_that_cannot_start_leaves_its_processes_to_the_launcher(tmp_path, monkeypatch):
+    """A server whose interpreter fails at once: the verification still runs (exec'd), and that server is
+    not tried again."""
+    monkeypatch.setenv(forked.ENABLED_ENV, "1")
+    POOL.close()
+    forked.close_all()
+    monkeypatch.setattr(forked, "BOOT_S", 5.0)
+    real_init = forked.Server.__init__
+
+    def broken_server(self, env):
+        real_init(self, {**env, "PYTHONSAFEPATH": "1", "PYTHONHOME": "/nonexistent"})
+
+    monkeypatch.setattr(forked.Server, "__init__", broken_server)
+    verdict = verify(fixture_task("relu"), (ROOT / "tests/fixtures/kernels/honest_relu_omp.py").read_text(), "cpu",
+                     VerifySettings.for_tests(tmp_path / "cache", seed=9))
+    assert verdict.passed, verdict.to_json_dict()
+    assert forked._BROKEN, "the failed server was not remembered"
+    POOL.close()
+    forked._BROKEN.clear()
+    forked.close_all()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] not in "ZX"
+    except OSError:
+        return False
+
+
+def test_killing_a_forked_runner_s_handle_ends_it_and_its_exit_status_is_read(tmp_path):
+    """kill() on a forked launcher takes the process along; a process that exits says its status."""
+    from verifier.monitor.sites import RunnerSite, RunnerSpec
+    from verifier.sandbox import messages as msg
+
+    if not forked.enabled():
+        pytest.skip("no fork server here")
+    site = RunnerSite(RunnerSpec("cpu", 1, 2048, 64))
+    try:
+        assert isinstance(site.process.proc, forked.ForkedProcess)
+        ready = site.wait_ready(time.monotonic() + 60)
+        assert isinstance(ready, msg.Ready) and ready.seccomp
+        pid = site.process.pid()
+        assert pid > 0 and Path(f"/proc/{pid}").exists()
+        site.process.kill()
+        assert site.process.wait(5.0) is not None
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(pid), "the runner outlived its killed launcher"
+    finally:
+        site.close()
+    site = RunnerSite(RunnerSpec("cpu", 1, 2048, 64))
+    try:
+        site.wait_ready(time.monotonic() + 60)
+        site.process.channel.close()  # the runner reads the end of its channel and exits
+        site.process.channel = None
+        code = site.process.wait(20.0)
+        assert code is not None and code != -9, code
+    finally:
+        site.close()
+
+
+if __name__ == "__main__":
+    sys.exit(pytest.main([__file__, "-q"]))
