@@ -125,6 +125,17 @@ class Server:
 _SERVERS: dict[frozenset, Server] = {}
 _LOCK = threading.Lock()
 _BROKEN: set[frozenset] = set()
+_OWNER = [os.getpid()]  # the process the servers above belong to (a forked copy of it starts its own)
+
+
+def _own_servers() -> None:
+    """In a process forked from the one that started the servers (multiprocessing, a Dask worker), the
+    inherited handles are the parent's: its requests and answers would cross ours. Forget them (call
+    with the lock held)."""
+    if _OWNER[0] != os.getpid():
+        _OWNER[0] = os.getpid()
+        _SERVERS.clear()
+        _BROKEN.clear()
 
 
 def enabled() -> bool:
@@ -144,6 +155,7 @@ def server_for(env: dict[str, str]) -> Server | None:
     key = frozenset((k, v) for k, v in env.items() if k not in PER_PROCESS)
     stale = []
     with _LOCK:
+        _own_servers()
         if key in _BROKEN:
             return None
         server = _SERVERS.get(key)
@@ -163,12 +175,14 @@ def server_for(env: dict[str, str]) -> Server | None:
 def server_pids() -> set[int]:
     """The pids of the fork servers running now (the parents of their processes' launchers)."""
     with _LOCK:
+        _own_servers()
         return {s.proc.pid for s in _SERVERS.values() if s.proc.poll() is None}
 
 
 @atexit.register
 def close_all() -> None:
     with _LOCK:
+        _own_servers()
         servers = list(_SERVERS.values())
         _SERVERS.clear()
     for server in servers:
