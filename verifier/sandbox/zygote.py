@@ -44,16 +44,23 @@ MAX_FDS = 16
 PR_SET_DUMPABLE = 4
 
 
+MODE_DECIDED_AT_IMPORT = ("triton",)  # a backend sets its mode before the first import (interpreter or compiled)
+
+
 def preload() -> None:
-    """Everything the two roles import before their first message (their own start-up imports)."""
+    """What the two roles import before their first message, short of anything whose first import
+    decides a mode for the process (triton: verifier.backends.triton_modes; torch's flop counter, which the
+    reference worker's workload count uses, imports it, so that module is left to the worker)."""
     import numpy  # noqa: F401
     import torch  # noqa: F401
 
     for name in (*ROLES, "verifier.backends", "verifier.sandbox.seccomp", "verifier.sandbox.observer",
                  "verifier.sandbox.torch_values", "verifier.sandbox.fp64_reference", "verifier.sandbox.inputs",
-                 "verifier.sandbox.values", "verifier.sandbox.workload", "verifier.sandbox.serve",
-                 "verifier.sandbox.loaders", "verifier.cpu_native", "kernelbench_npu.instantiate"):
+                 "verifier.sandbox.values"):
         importlib.import_module(name)
+    imported = [m for m in MODE_DECIDED_AT_IMPORT if m in sys.modules]
+    if imported:
+        raise RuntimeError(f"the fork server imported {', '.join(imported)}: its processes could not choose its mode")
 
 
 def main(argv: list[str]) -> int:
