@@ -12,6 +12,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -170,6 +172,86 @@ def test_killing_a_forked_runner_s_handle_ends_it_and_its_exit_status_is_read(tm
         assert code is not None and code != -9, code
     finally:
         site.close()
+
+
+NOT_ROOT = """
+import json, os, sys
+from pathlib import Path
+sys.path[:0] = [sys.argv[2], sys.argv[3]]
+from test_sandbox_fork_server import _facts
+from verifier.monitor.pool import POOL
+from verifier.sandbox import forked
+
+facts = {}
+for mode in ("0", "1"):
+    os.environ[forked.ENABLED_ENV] = mode
+    POOL.close()
+    facts[mode] = _facts(Path(sys.argv[1]), [])
+POOL.close()
+print("FACTS" + json.dumps(facts))
+"""
+CAPS = ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")
+
+
+def test_a_forked_runner_of_a_monitor_that_is_not_root_holds_no_capability(tmp_path):
+    """A monitor that is not root: the launcher makes the PID and network namespaces inside a new user
+    namespace (isolation.enter_namespaces), where it holds every capability. An exec'd runner loses them at
+    its exec (its uid is not 0 there); a forked one runs the role's main without an exec, and the policy of a
+    monitor that is not root drops nothing (no uid switch, no strip_caps), so the candidate would run with
+    every capability of that namespace (CapPrm = CapEff = all): the kernel's own ptrace and signal checks
+    against its launcher (an unconfined process of the monitor's uid in the same namespace) would no longer
+    hold, only seccomp and Landlock. Here (root) the monitor plays one that is not: ``unshare --user`` maps
+    uid 1000 onto ours."""
+    if os.geteuid() != 0:  # a monitor that is not root already: compare here
+        facts = {}
+        for mode in ("0", "1"):
+            os.environ[forked.ENABLED_ENV] = mode
+            POOL.close()
+            facts[mode] = _facts(tmp_path / "cache", [])
+        os.environ.pop(forked.ENABLED_ENV)
+        POOL.close()
+    else:
+        unshare = shutil.which("unshare")
+        as_user = [unshare or "unshare", "--user", "--map-user=1000", "--map-group=1000"]
+        if not unshare or subprocess.run([*as_user, "true"], capture_output=True).returncode != 0:
+            pytest.skip("no unshare(1) that makes a user namespace here")
+        run = subprocess.run([*as_user, sys.executable, "-c", NOT_ROOT, str(tmp_path / "cache"),
+                              str(ROOT / "tests" / "verifier"), str(ROOT / "tests")], cwd=ROOT, capture_output=True,
+                             text=True, timeout=600, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path / "xdg")})
+        assert "FACTS" in run.stdout, run.stdout[-2000:] + run.stderr[-3000:]
+        facts = json.loads(run.stdout.split("FACTS", 1)[1])
+    execd, forked_facts = facts["0"], facts["1"]
+    assert execd["uid"] == forked_facts["uid"] and execd["uid"][0] != 0, (execd["uid"], forked_facts["uid"])
+    assert forked_facts["caps"][-2:] == ["1", "2"], forked_facts["caps"]  # no_new_privs, a seccomp filter
+    assert dict(zip(CAPS, forked_facts["caps"])) == dict(zip(CAPS, execd["caps"])), (
+        "a forked runner keeps the capabilities of its launcher's user namespace: "
+        f"forked {dict(zip(CAPS, forked_facts['caps']))}, exec'd {dict(zip(CAPS, execd['caps']))}")
+
+
+def test_a_spare_forked_from_a_server_closed_since_still_verifies(tmp_path, monkeypatch):
+    """A fork server closed while processes it forked live on (forked.KEPT_MOST: a third environment closes the
+    oldest server, and the pool's spares forked from it stay in the pool; they "live on: each watches the
+    monitor itself"). Closing it removes its directory, and with it the import links through which its
+    processes' ``verifier`` package was imported (``verifier.__path__`` is the server's ``.imports-work``): a
+    spare imports what the server did not preload (the runner's loaders, serve, the backend's module) only at
+    its candidate's Start, so an honest candidate given such a spare must still pass (today it fails at the
+    compile gate: "the sandbox process exited with code 1 during the import of the candidate", a
+    ModuleNotFoundError under the removed directory)."""
+    monkeypatch.setenv(forked.ENABLED_ENV, "1")
+    POOL.close()
+    forked.close_all()
+    honest = (ROOT / "tests/fixtures/kernels/honest_relu_omp.py").read_text()
+    try:
+        first = verify(fixture_task("relu"), honest, "cpu", VerifySettings.for_tests(tmp_path / "cache", seed=3))
+        assert first.passed, first.feedback
+        spares = POOL.spare_launcher_pids()
+        assert spares, "no spare was booted for the next verification"
+        forked.close_all()  # what a third environment does to the oldest server
+        second = verify(fixture_task("relu"), honest, "cpu", VerifySettings.for_tests(tmp_path / "cache", seed=4))
+    finally:
+        POOL.close()
+        forked.close_all()
+    assert second.passed, second.feedback
 
 
 def test_the_fork_server_escape_cases_act_where_landlock_is_off(tmp_path, monkeypatch):
