@@ -706,29 +706,36 @@ if _foreign:
 _report(f"no foreign descriptor; launcher frames: {_frames}; " + "; ".join(_log))
 '''),
     fork_case("fork_signal_outside", "learns the launcher's, the server's and the monitor's pids (/proc/self/status "
-              "NSpgid, the server's /proc/self/environ) and signals them (signal 0: the permission check) through "
-              "rt_sigqueueinfo, rt_tgsigqueueinfo and F_SETOWN, which the seccomp filter lets through, then the "
-              "process group through kill(0)", r'''
+              "NSpgid, the server's /proc/self/environ), reads their /proc entries and signals them (signal 0: the "
+              "permission check) through rt_sigqueueinfo, rt_tgsigqueueinfo and F_SETOWN, which the seccomp filter "
+              "lets through, then the process group through kill(0)", r'''
 import fcntl, signal
 _status = {l.split(":")[0]: l.split(":", 1)[1].split() for l in open("/proc/self/status")}
 _launcher = int(_status["NSpgid"][0])
-_pids = {_launcher, int(_status["NSpid"][0]), int(_status["NSsid"][0])}
+_outer = {_launcher, int(_status["NSsid"][0])}
 for _entry in open("/proc/self/environ", "rb").read().split(b"\0"):
     if _entry.startswith(b"EVOKERNEL_MONITOR_PID="):
-        _pids.add(int(_entry.split(b"=")[1]))
-_pids |= set(range(max(2, _launcher - 64), _launcher))  # the server forked the launcher: a pid just below
-_pids.discard(1)
+        _outer.add(int(_entry.split(b"=")[1]))
+_pids = _outer | set(range(max(2, _launcher - 64), _launcher))  # the server forked the launcher: a pid just below
+_inside = set()  # this process's own threads, by their numbers in its PID namespace (1, 2, ...)
+for _task in os.listdir("/proc/self/task"):
+    _inside |= {int(l.split()[-1]) for l in open(f"/proc/self/task/{_task}/status") if l.startswith("NSpid:")}
+_pids -= _inside
 _libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 _info = (ctypes.c_int * 32)(0, 0, -1)  # si_signo, si_errno, si_code = SI_QUEUE
 _log = []
+for _pid in sorted(_outer):
+    for _entry in ("status", "environ", "cmdline", "mem"):
+        _log.append(_try(f"read /proc/{_pid}/{_entry}", lambda: open(f"/proc/{_pid}/{_entry}", "rb").read(64)))
 for _pid in sorted(_pids):
     if _libc.syscall(ctypes.c_long(129), ctypes.c_long(_pid), ctypes.c_long(0), _info) == 0:
         _hits.append(f"rt_sigqueueinfo reached pid {_pid}")
     if _libc.syscall(ctypes.c_long(297), ctypes.c_long(_pid), ctypes.c_long(_pid), ctypes.c_long(0), _info) == 0:
         _hits.append(f"rt_tgsigqueueinfo reached pid {_pid}")
-for _who in (_launcher, -_launcher, *[p for p in _pids if p > _launcher]):
+for _who in sorted(_outer - _inside) + [-_launcher]:
     _log.append(_try(f"F_SETOWN {_who}", lambda: fcntl.fcntl(1, fcntl.F_SETOWN, _who)))
+fcntl.fcntl(1, fcntl.F_SETOWN, 0)
 if _hits:
     _report("")
 os.kill(0, 0)  # the process group holds the launcher: the seccomp filter kills the process here
