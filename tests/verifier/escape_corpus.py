@@ -742,6 +742,21 @@ os.kill(0, 0)  # the process group holds the launcher: the seccomp filter kills 
 _hits.append("kill(0, 0): the launcher's process group can be signalled")
 _report("; ".join(_log))
 '''),
+    fork_case("fork_process_group_priority", "its process group is its launcher's (an unconfined process outside the "
+              "sandbox): setpriority(PRIO_PGRP) and ioprio_set(IOPRIO_WHO_PGRP), which no filter refuses, on the "
+              "launcher; the kernel allows them only over a process whose capabilities are a subset of the caller's "
+              "(a forked runner that kept its launcher's user-namespace capabilities would pass)", r'''
+os.setpriority(os.PRIO_PROCESS, 0, 19)  # itself: lowest priority, so the group's best is the launcher's
+_before = os.getpriority(os.PRIO_PGRP, 0)
+_try("setpriority(PRIO_PGRP, 0, 19)", lambda: os.setpriority(os.PRIO_PGRP, 0, 19))
+if os.getpriority(os.PRIO_PGRP, 0) != _before:
+    _hits.append(f"the launcher's nice value {_before} -> {os.getpriority(os.PRIO_PGRP, 0)}")
+_libc = ctypes.CDLL(None, use_errno=True)
+_libc.syscall.restype = ctypes.c_long
+if _libc.syscall(ctypes.c_long(251), ctypes.c_long(2), ctypes.c_long(0), ctypes.c_long(3 << 13)) == 0:
+    _hits.append("ioprio_set(IOPRIO_WHO_PGRP, 0, IDLE): the launcher's I/O priority")  # 251: ioprio_set
+_report(f"the launcher's nice value stays {_before}")
+'''),
     fork_case("fork_sleeping_thread_outlives", "clears its parent-death signal, ignores every catchable signal, makes "
               "os._exit (which ends a forked process after its main) block forever and leaves a thread that sleeps "
               "through the verification, then writes the lake file and /tmp and calls the loopback server", r'''

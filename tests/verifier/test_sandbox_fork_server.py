@@ -174,11 +174,39 @@ def test_killing_a_forked_runner_s_handle_ends_it_and_its_exit_status_is_read(tm
         site.close()
 
 
+# The candidate's process group is its launcher's (the launcher made the session): with its own priority
+# lowered, getpriority(PRIO_PGRP) is the launcher's. setpriority(PRIO_PGRP) is not filtered; the kernel lets
+# it change another process's priority only when that process's capabilities are a subset of the caller's
+# (commoncap's cap_safe_nice), which an unconfined launcher's never are for a process without capabilities.
+NICE_PROBE = """
+import os
+os.setpriority(os.PRIO_PROCESS, 0, 19)
+before = os.getpriority(os.PRIO_PGRP, 0)
+try:
+    os.setpriority(os.PRIO_PGRP, 0, 19)
+except OSError:
+    pass
+raise RuntimeError(f"NICE[{before}, {os.getpriority(os.PRIO_PGRP, 0)}]NICE")
+
+class ModelNew:
+    pass
+"""
+
+
+def _launcher_nice(cache: Path) -> list[int]:
+    """[the launcher's nice value, the same after its runner tried to set it to 19]."""
+    verdict = verify(fixture_task("relu"), NICE_PROBE, "cpu", VerifySettings.for_tests(cache, seed=7,
+                                                                                     disabled_checks=ALL_STATIC))
+    texts = [t for g in verdict.gates for t in (g.detail, g.reason) if "NICE[" in t]
+    assert texts, verdict.to_json_dict()
+    return json.loads(texts[0].split("NICE")[1])
+
+
 NOT_ROOT = """
 import json, os, sys
 from pathlib import Path
 sys.path[:0] = [sys.argv[2], sys.argv[3]]
-from test_sandbox_fork_server import _facts
+from test_sandbox_fork_server import _facts, _launcher_nice
 from verifier.monitor.pool import POOL
 from verifier.sandbox import forked
 
@@ -186,7 +214,7 @@ facts = {}
 for mode in ("0", "1"):
     os.environ[forked.ENABLED_ENV] = mode
     POOL.close()
-    facts[mode] = _facts(Path(sys.argv[1]), [])
+    facts[mode] = {**_facts(Path(sys.argv[1]), []), "launcher_nice": _launcher_nice(Path(sys.argv[1]))}
 POOL.close()
 print("FACTS" + json.dumps(facts))
 """
@@ -200,14 +228,15 @@ def test_a_forked_runner_of_a_monitor_that_is_not_root_holds_no_capability(tmp_p
     monitor that is not root drops nothing (no uid switch, no strip_caps), so the candidate would run with
     every capability of that namespace (CapPrm = CapEff = all): the kernel's own ptrace and signal checks
     against its launcher (an unconfined process of the monitor's uid in the same namespace) would no longer
-    hold, only seccomp and Landlock. Here (root) the monitor plays one that is not: ``unshare --user`` maps
-    uid 1000 onto ours."""
+    hold, only seccomp and Landlock. One does not already: through its process group (setpriority(PRIO_PGRP),
+    which no filter refuses) a forked runner sets its launcher's nice value, where an exec'd one gets EPERM.
+    Here (root) the monitor plays one that is not: ``unshare --user`` maps uid 1000 onto ours."""
     if os.geteuid() != 0:  # a monitor that is not root already: compare here
         facts = {}
         for mode in ("0", "1"):
             os.environ[forked.ENABLED_ENV] = mode
             POOL.close()
-            facts[mode] = _facts(tmp_path / "cache", [])
+            facts[mode] = {**_facts(tmp_path / "cache", []), "launcher_nice": _launcher_nice(tmp_path / "cache")}
         os.environ.pop(forked.ENABLED_ENV)
         POOL.close()
     else:
@@ -223,9 +252,13 @@ def test_a_forked_runner_of_a_monitor_that_is_not_root_holds_no_capability(tmp_p
     execd, forked_facts = facts["0"], facts["1"]
     assert execd["uid"] == forked_facts["uid"] and execd["uid"][0] != 0, (execd["uid"], forked_facts["uid"])
     assert forked_facts["caps"][-2:] == ["1", "2"], forked_facts["caps"]  # no_new_privs, a seccomp filter
-    assert dict(zip(CAPS, forked_facts["caps"])) == dict(zip(CAPS, execd["caps"])), (
-        "a forked runner keeps the capabilities of its launcher's user namespace: "
-        f"forked {dict(zip(CAPS, forked_facts['caps']))}, exec'd {dict(zip(CAPS, execd['caps']))}")
+    nice = {"exec'd": execd["launcher_nice"], "forked": forked_facts["launcher_nice"]}
+    assert execd["launcher_nice"][0] == execd["launcher_nice"][1], nice  # EPERM: the launcher is out of reach
+    assert (dict(zip(CAPS, forked_facts["caps"])), forked_facts["launcher_nice"]) == \
+        (dict(zip(CAPS, execd["caps"])), execd["launcher_nice"]), (
+        "a forked runner keeps the capabilities of its launcher's user namespace and uses them on its launcher: "
+        f"forked {dict(zip(CAPS, forked_facts['caps']))}, exec'd {dict(zip(CAPS, execd['caps']))}; "
+        f"the launcher's nice value before and after its runner set it to 19: {nice}")
 
 
 def test_a_spare_forked_from_a_server_closed_since_still_verifies(tmp_path, monkeypatch):
