@@ -54,10 +54,11 @@ class Server:
         os.chmod(self.root, 0o711)
         work = self.root / "work"
         work.mkdir()
-        import_root = isolation.prepare_import_root(work)
         self._sock, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._log = os.open(self.root / "server.log", os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-        env = {**env, "HOME": str(work), "TMPDIR": str(work), "PYTHONPATH": str(import_root),
+        # the packages imported from where they are (their directory, which every process may read), not
+        # through import links of the server's: a process it forked outlives the server and its directory
+        env = {**env, "HOME": str(work), "TMPDIR": str(work), "PYTHONPATH": str(isolation.package_root()),
                MONITOR_ENV: str(os.getpid())}
         try:
             self.proc = ChildProcess([sys.executable, "-m", "verifier.sandbox.zygote", str(theirs.fileno())], env=env,

@@ -153,6 +153,11 @@ def describe(policy: Policy) -> Isolation:
     return Isolation(", ".join(policy.notes), policy.warnings)
 
 
+def package_root() -> Path:
+    """The directory that holds this project's two packages."""
+    return _PROJECT_ROOT
+
+
 def prepare_import_root(workdir: Path, packages: dict[str, str] | None = None) -> Path:
     """The PYTHONPATH directory of a sandbox process, beside its workdir (which it may not replace):
     links to this project's two packages and to a backend's package outside the environment."""

@@ -103,6 +103,13 @@ def strip_capabilities() -> None:
     for cap in range(64):
         if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and cap < 41:  # 0..40 exist on every 6.x kernel
             raise OSError(ctypes.get_errno(), f"prctl(PR_CAPBSET_DROP, {cap}) failed")
+    clear_capabilities()
+
+
+def clear_capabilities() -> None:
+    """Hold no capability (permitted, effective, inheritable, ambient): what an exec by a uid other than 0
+    leaves, for a process that runs on without one (verifier.sandbox.zygote)."""
+    libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     header = (ctypes.c_uint32 * 2)(_LINUX_CAPABILITY_VERSION_3, 0)
     data = (ctypes.c_uint32 * 6)()  # two __user_cap_data_struct, all zero

@@ -35,7 +35,7 @@ import socket
 import sys
 import traceback
 
-from verifier.sandbox import isolation
+from verifier.sandbox import isolation, privileges
 from verifier.sandbox.launcher import ISOLATION_FAILED, MONITOR_ENV, confine, wait_watching, watch_monitor
 
 ROLES = ("verifier.sandbox.candidate_runner", "verifier.sandbox.reference_worker")
@@ -205,6 +205,8 @@ def _become(request: dict, policy: isolation.Policy, keep: list[int], confined_w
             import ctypes
 
             ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # as after exec: its own /proc entries are its own
+        if os.geteuid() != 0:  # as an exec would: a uid other than 0 keeps no capability (a monitor that is not
+            privileges.clear_capabilities()  # root made the namespaces in a user namespace, where it holds all)
         confine(policy)
     except BaseException as exc:
         os.write(confined_w, f"{exc!r}".encode())
