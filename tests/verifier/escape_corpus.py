@@ -541,10 +541,11 @@ CASES = CASES + Z23_CASES
 # (copy-on-write: torch, the preloaded modules, remnants of the requests that forked earlier processes),
 # its address-space layout, its original environment and command line (/proc/self/environ and
 # cmdline still show the server's), its stack of frames (the launcher's code called the role's main)
-# and its import links (``verifier.__path__`` points into the server's directory). Each case below uses
-# one of these. An attack that sees it succeeded says so in its verdict (``ESCAPED_TAG``, spelled at
-# run time so that no traceback line shows it); the containment test fails on it. Under the exec'd
-# launcher (EVOKERNEL_FORK_SERVER=0) the same cases find nothing of the server to use.
+# and the packages the server imported (through import links in its own directory until d35e91c:
+# ``verifier.__path__`` pointed there). Each case below uses one of these. An attack that sees it
+# succeeded says so in its verdict (``ESCAPED_TAG``, spelled at run time so that no traceback line shows
+# it); the containment test fails on it. Under the exec'd launcher (EVOKERNEL_FORK_SERVER=0) the same
+# cases find nothing of the server to use.
 ESCAPED_TAG = "ESCAPED:"
 FORK_REPORT = r'''
 import ctypes, os, re, sys
@@ -640,16 +641,16 @@ _report(f"found {len(_dirs)} directories in memory: {sorted(_dirs)}; " + "; ".jo
     fork_case("fork_server_directory_and_log", "finds the fork server's directory (its environ, __main__.__file__, "
               "verifier.__path__), reads and forges its log, plants modules on its import path, swaps its import "
               "links, and writes the project's source through them", r'''
-_roots = set()
-for _p in list(getattr(sys.modules.get("verifier"), "__path__", [])):
-    _roots.add(os.path.dirname(os.path.dirname(_p)))  # <root>/.imports-work/verifier
-_main = getattr(sys.modules.get("__main__"), "__file__", "") or ""
-if "/.imports-" in _main:
-    _roots.add(_main.split("/.imports-")[0])
-for _entry in open("/proc/self/environ", "rb").read().split(b"\0"):
+_roots = set()  # the server's directory: <root>/work its home, <root>/.imports-work its import links (if any)
+for _p in [*getattr(sys.modules.get("verifier"), "__path__", []), getattr(sys.modules.get("__main__"), "__file__", "")]:
+    if "/.imports-" in (_p or ""):
+        _roots.add(_p.split("/.imports-")[0])
+for _entry in open("/proc/self/environ", "rb").read().split(b"\0"):  # the server's own, in a forked process
     _key, _, _value = _entry.decode(errors="replace").partition("=")
-    if _key in ("HOME", "TMPDIR", "PYTHONPATH") and _value:
-        _roots.add(os.path.dirname(_value) if _key != "PYTHONPATH" else os.path.dirname(_value))
+    if _key in ("HOME", "TMPDIR") and _value.endswith("/work"):
+        _roots.add(os.path.dirname(_value))
+    if _key == "PYTHONPATH" and "/.imports-" in _value:
+        _roots.add(_value.split("/.imports-")[0])
 _roots.discard(_own_root())
 _log = []
 for _r in sorted(_roots):
