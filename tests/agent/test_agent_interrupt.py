@@ -120,7 +120,14 @@ def test_ctrl_c_stops_within_10_s_and_the_printed_command_resumes_exactly(tmp_pa
         time.sleep(0.2)
     assert proc.poll() is None, (tmp_path / "err.txt").read_text()[-3000:]
 
-    second = subprocess.run(_cli(words), env=_env(tmp_path), cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    # held still while a second start is refused, so that the Ctrl-C below finds it mid-campaign however
+    # fast its steps are (a verification takes a few seconds; the second start's imports take as long)
+    os.killpg(proc.pid, signal.SIGSTOP)
+    try:
+        second = subprocess.run(_cli(words), env=_env(tmp_path), cwd=tmp_path, capture_output=True, text=True,
+                                timeout=300)
+    finally:
+        os.killpg(proc.pid, signal.SIGCONT)
     assert second.returncode == 2
     assert second.stderr.strip() == second.stderr.strip().splitlines()[0]
     assert second.stderr.startswith(f"error: campaign ctrl-c is running on {socket.gethostname()} pid {proc.pid} ")
