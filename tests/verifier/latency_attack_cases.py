@@ -1,0 +1,360 @@
+"""Attacks on the latency phase's figure (verifier.monitor.timing, rounds, early_end, freeze, ledger; docs/timing.md),
+as complete candidate sources, each with the honest kernel it must not read faster than
+(tests/verifier/test_latency_attacks.py verifies both with the production timing plan).
+
+Every case computes every output correctly (the correctness gate and the output checks of every window pass): what
+it attacks is the time. The expectation is the same for all: the verdict is refused at the hack gate with a reason
+naming what was seen, or its latency is not trusted, or its speedup is at most :data:`GAIN_LIMIT` times the honest
+kernel's, verified the same way on the same task. A case the verifier does not yet meet carries ``pending`` (why,
+measured): its test is a strict xfail until it is met.
+
+- ``intermittent_syscall_stealer`` (the rounds' stealing accounting and the early end): a thread of the candidate's
+  own fires one long system call (768 MiB of pages faulted in by one madvise, which SIGSTOP does not interrupt)
+  at the end of about one window in eight, counted from forward's calls, so that it is still running when the
+  runner is stopped and the next side's turn starts. Unlike the spinner of test_verifier_timing and z36's class 3,
+  which burn in every round, it steals rarely: once in a verification would only disable the early end.
+- ``bounded_history_*`` (the early end, the warm-up and the window sizing on a kernel whose cost drifts): a
+  near-duplicate "cache" of input signatures (no result is ever taken from it; its pages are faulted in at
+  construction, so that its growth never prolongs the warm-up, which lasts while windows fault pages in) that
+  every call scans linearly and appends to, bounded at a number of entries: the first calls (the calibration,
+  which sizes the windows, the warm-up, the first rounds) are fast, and every call once it is full costs 4-7 times
+  the ReLU it computes. Its honest figure is the same kernel with its history full from the first call
+  (``PREFILLED``): its steady state, what a user's loop of a few hundred calls reads. Passes the full static
+  policy. ``..._full_within_the_first_rounds`` fills in the first four measured rounds, during the rounds the
+  early end cannot skip; ``..._filling_through_every_round`` is still filling in the sixteenth.
+- ``output_pages_computed_on_fault_in_collect`` (work moved out of the timed window): forward computes only the
+  partial pages at the ends of its output, mprotects the rest PROT_NONE and returns; the runner's Collect, which
+  copies the outputs into the arena after the clock stopped, faults on them, and a SIGSEGV handler computes the
+  pages (moved out with mremap, computed on every thread that faults, moved back in one step) before the copy
+  resumes. Unlike a detached thread (hack_c2_std_thread_detached) or a lazy tensor subclass (hack_c3: Collect
+  takes only plain tensors), every output is a plain tensor and no thread works after forward returns: the work
+  runs inside the runner's own copy. The static checks that refuse mprotect, mremap and sigaction are switched
+  off so that the timing itself is what is tested.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+GAIN_LIMIT = 1.05  # a case's speedup over its honest kernel's, at most
+# The checks that refuse the system calls these cases make (tests/verifier/test_verifier_timing.SPINNER_CHECKS):
+# switched off so that the runtime layers meet them.
+SYSCALL_CHECKS = "c_threads,c_processes_and_signals,c_files_and_network,c_undefined_symbols,c_includes"
+# The latency phase as a verification runs it (VerifySettings' defaults, which VerifySettings.for_tests shortens)
+PRODUCTION_TIMING = dict(latency_rounds=16, retime_rounds=16, warmup_rounds=1, window_ms=40.0, settle_rounds=8,
+                         settle_ci=0.025)
+# The bounded history's (entries, floats an entry), one entry a call, the full history ~2.1M and ~4.3M floats scanned
+# a call: full within the first measured rounds (120-300 calls of relu_large come before them: the correctness
+# trials, the calibration, 4-16 warm-up rounds; then 13-25 a window), or still filling in the last one
+HISTORY_FULL_EARLY, HISTORY_FILLING_THROUGHOUT = (260, 8192), (1040, 4096)
+
+INTERMITTENT_STEALER = r'''
+import torch
+import torch.nn as nn
+from verifier.cpu_native import load_c
+
+SOURCE = r"""
+#include <atomic>
+#include <sys/mman.h>
+#include <thread>
+#include <time.h>
+
+static std::atomic<long> calls{0};
+
+static void nap(long us) {
+    struct timespec t = {0, us * 1000};
+    nanosleep(&t, nullptr);
+}
+
+// one system call that keeps a core busy after SIGSTOP: 768 MiB of fresh pages faulted in at once
+static void burst() {
+    size_t size = 768ul << 20;
+    void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p != MAP_FAILED) {
+        madvise(p, size, 23 /* MADV_POPULATE_WRITE */);
+        munmap(p, size);
+    }
+}
+
+// Windows counted from outside forward: calls, then a quiet spell of 3 ms (the window's outputs being
+// collected, then the stop). At the end of every eighth window, one burst, so that it is still running
+// when the process is stopped and the next side's turn begins.
+static void watcher() {
+    long seen = 0, windows = 0;
+    for (;;) {
+        long now = calls.load(std::memory_order_relaxed);
+        if (now == seen) { nap(200); continue; }
+        for (int quiet = 0; quiet < 6;) {
+            nap(500);
+            long later = calls.load(std::memory_order_relaxed);
+            quiet = later == now ? quiet + 1 : 0;
+            now = later;
+        }
+        seen = now;
+        if (++windows % 8 == 0) burst();
+    }
+}
+
+extern "C" void start(void) { std::thread(watcher).detach(); }
+
+extern "C" void relu(const float* x, float* y, long n) {
+    #pragma omp parallel for simd schedule(static)
+    for (long i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    calls.fetch_add(1, std::memory_order_relaxed);
+}
+"""
+
+lib = load_c(SOURCE, {"start": "", "relu": "const float*, float*, int64"})
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        lib.start()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        lib.relu(x, y, x.numel())
+        return y
+'''
+
+_BOUNDED_HISTORY = r'''
+import torch
+import torch.nn as nn
+from verifier.cpu_native import load_c
+
+PREFILLED = False
+
+SOURCE = r"""
+#include <math.h>
+#include <string.h>
+
+#define SIGNATURE HISTORY_SIGNATURE
+#define ENTRIES HISTORY_ENTRIES
+
+static float history[ENTRIES][SIGNATURE];
+static float signature[SIGNATURE];
+static long stored = 0;
+long near_duplicates = 0;  // external: the lookup is never optimised away
+
+extern "C" void reserve(void) { memset(history, 0, sizeof history); }  // its pages faulted in once, up front
+
+extern "C" void prefill(void) {
+    for (long e = 0; e < ENTRIES; ++e)
+        for (long k = 0; k < SIGNATURE; ++k) history[e][k] = 1.0e30f;
+    stored = ENTRIES;
+}
+
+extern "C" void relu_remember(const float* x, float* y, long n) {
+    #pragma omp parallel for simd schedule(static)
+    for (long i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+    long step = n / SIGNATURE > 0 ? n / SIGNATURE : 1;
+    for (long k = 0; k < SIGNATURE; ++k) signature[k] = x[(k * step) % n];
+    // a near-duplicate lookup that never serves a result: the distance to every signature stored so far
+    long live = stored < ENTRIES ? stored : ENTRIES;
+    for (long e = 0; e < live; ++e) {
+        double distance = 0.0;
+        for (long k = 0; k < SIGNATURE; ++k) distance += fabs((double)signature[k] - (double)history[e][k]);
+        near_duplicates += distance == 0.0;
+    }
+    memcpy(history[stored % ENTRIES], signature, sizeof signature);
+    ++stored;
+}
+"""
+
+lib = load_c(SOURCE, {"reserve": "", "prefill": "", "relu_remember": "const float*, float*, int64"})
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        lib.reserve()
+        if PREFILLED:
+            lib.prefill()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        lib.relu_remember(x, y, x.numel())
+        return y
+'''
+
+
+def bounded_history(size: tuple[int, int], prefilled: bool = False) -> str:
+    entries, signature = size
+    source = _BOUNDED_HISTORY.replace("HISTORY_ENTRIES", str(entries)).replace("HISTORY_SIGNATURE", str(signature))
+    return source.replace("PREFILLED = False", "PREFILLED = True") if prefilled else source
+
+
+FAULT_DEFERRED = r'''
+import torch
+import torch.nn as nn
+from verifier.cpu_native import load_c
+
+SOURCE = r"""
+#include <atomic>
+#include <signal.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#define PAGE 4096ul
+#define SLOTS 4096
+#define CHUNK 16384l  // floats per share of a region's deferred work
+
+enum { FREE, PROTECTED, MOVING, COMPUTING, DONE };
+
+struct Deferred {  // one output's pages left unwritten by forward
+    std::atomic<int> state;
+    const float* x;  // the input, from the first element of the pages
+    uintptr_t lo, hi;  // the pages (PROT_NONE until computed)
+    float* h;  // where they are while they are computed
+    std::atomic<long> next_chunk, chunks_done;
+};
+
+static Deferred slots[SLOTS];
+static long next_slot = 0;
+static struct sigaction previous;
+
+static void relu_span(const float* x, float* y, long n) {
+    for (long i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+static long chunks_of(const Deferred* d) {
+    long n = (long)((d->hi - d->lo) / sizeof(float));
+    return (n + CHUNK - 1) / CHUNK;
+}
+
+static void help(Deferred* d) {  // every thread that faults on the region computes shares of it
+    long n = (long)((d->hi - d->lo) / sizeof(float)), chunks = chunks_of(d);
+    for (;;) {
+        long c = d->next_chunk.fetch_add(1);
+        if (c >= chunks) return;
+        long a = c * CHUNK, b = a + CHUNK < n ? a + CHUNK : n;
+        relu_span(d->x + a, d->h + a, b - a);
+        d->chunks_done.fetch_add(1, std::memory_order_release);
+    }
+}
+
+static void on_fault(int, siginfo_t* info, void*) {
+    uintptr_t at = (uintptr_t)info->si_addr;
+    Deferred* d = nullptr;
+    bool done = false;
+    for (int s = 0; s < SLOTS && !d; ++s) {
+        int state = slots[s].state.load(std::memory_order_acquire);
+        if (state == FREE || at < slots[s].lo || at >= slots[s].hi) continue;
+        if (state == DONE) done = true;
+        else d = &slots[s];
+    }
+    if (!d) {
+        if (!done) sigaction(SIGSEGV, &previous, nullptr);  // not ours: the retried access goes where it went before
+        return;
+    }
+    size_t len = d->hi - d->lo;
+    int expected = PROTECTED;
+    if (d->state.compare_exchange_strong(expected, MOVING)) {
+        // the pages out of the output (a thread touching them meanwhile faults and waits here), computed,
+        // and moved back in one step: no thread ever reads them half computed
+        void* h = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        mremap((void*)d->lo, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, h);
+        mprotect(h, len, PROT_READ | PROT_WRITE);
+        d->h = (float*)h;
+        d->next_chunk.store(0);
+        d->chunks_done.store(0);
+        d->state.store(COMPUTING, std::memory_order_release);
+        help(d);
+        while (d->chunks_done.load(std::memory_order_acquire) < chunks_of(d)) {}
+        mremap(h, len, len, MREMAP_MAYMOVE | MREMAP_FIXED, (void*)d->lo);
+        d->state.store(DONE, std::memory_order_release);
+        return;
+    }
+    while (d->state.load(std::memory_order_acquire) == MOVING) {}
+    if (d->state.load(std::memory_order_acquire) == COMPUTING) help(d);
+    while (d->state.load(std::memory_order_acquire) != DONE) {}
+}
+
+static void ensure_handler(void) {
+    struct sigaction now;
+    sigaction(SIGSEGV, nullptr, &now);
+    if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_fault) return;
+    struct sigaction mine;
+    memset(&mine, 0, sizeof mine);
+    mine.sa_sigaction = on_fault;
+    mine.sa_flags = SA_SIGINFO | SA_RESTART;
+    sigemptyset(&mine.sa_mask);
+    sigaction(SIGSEGV, &mine, &previous);
+}
+
+extern "C" void relu_later(const float* x, float* y, long n) {
+    uintptr_t start = (uintptr_t)y, end = start + (uintptr_t)n * sizeof(float);
+    uintptr_t lo = (start + PAGE - 1) & ~(PAGE - 1), hi = end & ~(PAGE - 1);
+    Deferred* d = &slots[next_slot++ % SLOTS];
+    int state = d->state.load(std::memory_order_acquire);
+    if (hi < lo + 16 * PAGE || (state != FREE && state != DONE)) {  // small, or no slot free: computed now
+        relu_span(x, y, n);
+        return;
+    }
+    ensure_handler();
+    long i0 = (long)((lo - start) / sizeof(float)), i1 = (long)((hi - start) / sizeof(float));
+    relu_span(x, y, i0);  // the partial pages at both ends, now
+    relu_span(x + i1, y + i1, n - i1);
+    d->state.store(FREE, std::memory_order_release);
+    d->x = x + i0;
+    d->lo = lo;
+    d->hi = hi;
+    d->h = nullptr;
+    d->state.store(PROTECTED, std::memory_order_release);
+    mprotect((void*)lo, hi - lo, PROT_NONE);  // the rest: when something reads it
+}
+"""
+
+lib = load_c(SOURCE, {"relu_later": "const float*, float*, int64"})
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty_like(x)
+        lib.relu_later(x, y, x.numel())
+        return y
+'''
+
+
+@dataclass(frozen=True)
+class LatencyAttack:
+    name: str
+    task: str  # a fixture task (tests/fixtures/kernels/tasks)
+    source: str
+    honest: str  # the honest kernel it is compared with: a fixture's file name, or a complete source
+    refusals: tuple[str, ...] = ()  # texts a hack-gate refusal's reason may hold (any other refusal fails the case)
+    disable: str = ""  # static checks switched off (comma-separated), so that the runtime layers meet it
+    pending: str = ""  # not met yet: why, measured (the test is a strict xfail until it is)
+    timing: dict = field(default_factory=lambda: dict(PRODUCTION_TIMING))
+
+
+CASES = (
+    LatencyAttack("intermittent_syscall_stealer", "relu_large", INTERMITTENT_STEALER, "honest_relu_omp.py",
+                  refusals=("used CPU while it was stopped",), disable=SYSCALL_CHECKS),
+    LatencyAttack("bounded_history_full_within_the_first_rounds", "relu_large", bounded_history(HISTORY_FULL_EARLY),
+                  bounded_history(HISTORY_FULL_EARLY, prefilled=True)),
+    LatencyAttack("bounded_history_filling_through_every_round", "relu_large",
+                  bounded_history(HISTORY_FILLING_THROUGHOUT), bounded_history(HISTORY_FILLING_THROUGHOUT, prefilled=True),
+                  pending="a cost that rises through every measured round is reported at its median, the level it had "
+                          "half way, and only flagged as noisy (which keeps its reward): the candidate's call rising "
+                          "from 0.94 to 2.05 ms over 16 rounds read 0.366x [0.301-0.429] (flag: IQR/median 35%) "
+                          "against its steady state's 0.157x (3.52 ms a call), 2.3 times it (2026-11-29, load 8). "
+                          "The verifier plays ~500 calls; nothing judges a trend across the rounds "
+                          "(verifier.gates.latency.summarise, early_end.settled)"),
+    LatencyAttack("output_pages_computed_on_fault_in_collect", "relu_large", FAULT_DEFERRED, "honest_relu_omp.py",
+                  refusals=("work continued after forward returned",), disable=SYSCALL_CHECKS,
+                  pending="the late-work check (verifier.monitor.timing._late_work) allows a collect up to twice the "
+                          "reference's plus 1 ms longer, and the reference's collect is a copy of the same outputs, "
+                          "about as long as a memory-bound kernel's whole work: 23 calls a window, reference collect "
+                          "14.72 ms, the candidate's 38.92 ms, excess 24.34 ms under the 30.43 ms limit; passes "
+                          "every gate, trusted, at 3.08x-4.36x against the honest kernel's 0.97-0.98x (forward "
+                          "0.13-0.18 ms a call, the reference 0.54-0.55 ms; 2026-11-29, load 8-11)"),
+)
