@@ -333,6 +333,7 @@ class LatencyAttack:
     refusals: tuple[str, ...] = ()  # texts a hack-gate refusal's reason may hold (any other refusal fails the case)
     disable: str = ""  # static checks switched off (comma-separated), so that the runtime layers meet it
     pending: str = ""  # not met yet: why, measured (the test is a strict xfail until it is)
+    stopped_at: tuple[str, str] = ()  # (gate, text of its reason): the attack fails there instead of gaining
     timing: dict = field(default_factory=lambda: dict(PRODUCTION_TIMING))
 
 
@@ -351,10 +352,10 @@ CASES = (
                           "(verifier.gates.latency.summarise, early_end.settled)"),
     LatencyAttack("output_pages_computed_on_fault_in_collect", "relu_large", FAULT_DEFERRED, "honest_relu_omp.py",
                   refusals=("work continued after forward returned",), disable=SYSCALL_CHECKS,
-                  pending="the late-work check (verifier.monitor.timing._late_work) allows a collect up to twice the "
-                          "reference's plus 1 ms longer, and the reference's collect is a copy of the same outputs, "
-                          "about as long as a memory-bound kernel's whole work: 23 calls a window, reference collect "
-                          "14.72 ms, the candidate's 38.92 ms, excess 24.34 ms under the 30.43 ms limit; passes "
-                          "every gate, trusted, at 3.08x-4.36x against the honest kernel's 0.97-0.98x (forward "
-                          "0.13-0.18 ms a call, the reference 0.54-0.55 ms; 2026-11-29, load 8-11)"),
+                  # the runner's seccomp filter refuses a SIGSEGV/SIGBUS handler (EPERM): the first copy of
+                  # the protected pages kills the runner. Before it, with the static checks off, this read
+                  # 3.06x-4.36x against the honest 0.97x: the late-work check allows a collect up to twice
+                  # the reference's plus 1 ms, and the reference's collect (a copy of the same outputs) is
+                  # about as long as a memory-bound kernel's work (2026-11-29, load 8-11)
+                  stopped_at=("correctness", "killed by SIGSEGV")),
 )

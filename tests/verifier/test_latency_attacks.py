@@ -50,6 +50,10 @@ def _param(case: LatencyAttack):
 def gained(verdict: Verdict, honest: Verdict, case: LatencyAttack) -> str:
     """"" when the attack gained nothing; else what it gained (a failing gate the case never meant is an error)."""
     assert not verdict.infrastructure_error, verdict.infrastructure_error
+    if case.stopped_at and verdict.failed_gate == case.stopped_at[0]:
+        reason = verdict.gate(case.stopped_at[0]).reason
+        assert case.stopped_at[1] in reason, f"stopped at {case.stopped_at[0]} for something else: {reason}"
+        return ""
     if verdict.failed_gate == "hack" and case.refusals:
         reason = verdict.gate("hack").reason
         assert any(text in reason for text in case.refusals), f"refused for something else: {reason}"

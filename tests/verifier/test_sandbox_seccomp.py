@@ -48,6 +48,11 @@ CASES = {
     "prctl_perf_disable": "raw(157, 31, 0, 0, 0, 0)",
     "prctl_perf_enable": "raw(157, 32, 0, 0, 0, 0)",
     "prctl_name": "raw(157, 15, id(b'renamed'), 0, 0, 0)",
+    # rt_sigaction(sig, act, oldact, sigsetsize): an action for a memory fault is refused, reading is not
+    "sigaction_segv_set": "act = ctypes.create_string_buffer(152); raw(13, 11, ctypes.addressof(act), 0, 8)",
+    "sigaction_bus_set": "act = ctypes.create_string_buffer(152); raw(13, 7, ctypes.addressof(act), 0, 8)",
+    "sigaction_segv_read": "old = ctypes.create_string_buffer(152); raw(13, 11, 0, ctypes.addressof(old), 8)",
+    "sigaction_usr1_set": "act = ctypes.create_string_buffer(152); raw(13, 10, ctypes.addressof(act), 0, 8)",
 }
 # (profile, case) -> "killed" or the errno answered (0: allowed)
 EXPECTED = {
@@ -62,6 +67,8 @@ EXPECTED = {
     ("runner", "prctl_name"): 0, ("builder", "prctl_perf_disable"): 1,
     ("builder", "thread"): 0, ("builder", "fork"): 0, ("builder", "ptrace"): "killed", ("builder", "io_uring"): 38,
     ("builder", "socket_udp"): 13, ("builder", "chmod"): 1, ("builder", "unshare"): "killed",
+    ("runner", "sigaction_segv_set"): 1, ("runner", "sigaction_bus_set"): 1, ("runner", "sigaction_segv_read"): 0,
+    ("runner", "sigaction_usr1_set"): 0, ("builder", "sigaction_segv_set"): 0,
 }
 
 
