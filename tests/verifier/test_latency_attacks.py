@@ -4,7 +4,8 @@ the honest kernel it is compared with, verified the same way on the same task.
 
 An attack gains nothing when its verdict is refused at the hack gate for what was seen (the case names the
 texts), or its latency is not trusted (the machine's outcome, which earns no reward), or its speedup is at most
-GAIN_LIMIT times the honest kernel's. Every output of every case is correct: any other failing gate means the case
+its case's ``gain_limit`` times the honest kernel's (1.05 unless the case says why), judged by the lower end of its confidence interval (two verifications' noise
+on a loaded machine is not a gain). Every output of every case is correct: any other failing gate means the case
 itself is broken. Verifications run one at a time (two at once would share the two cores the timing compares on).
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import pytest
-from latency_attack_cases import CASES, GAIN_LIMIT, LatencyAttack
+from latency_attack_cases import CASES, LatencyAttack
 from verifier_taskutil import FIXTURES, fixture_task
 
 from verifier.api import verify
@@ -61,9 +62,9 @@ def gained(verdict: Verdict, honest: Verdict, case: LatencyAttack) -> str:
     assert verdict.passed, f"the case computes correctly and must reach the latency figure: {verdict.feedback}"
     if not verdict.latency.trusted:
         return ""
-    limit = honest.latency.speedup * GAIN_LIMIT
-    if verdict.latency.speedup <= limit:
-        return ""
+    limit = honest.latency.speedup * case.gain_limit
+    if verdict.latency.ci_low <= limit:  # a gain is one beyond the figure's own spread: under load (a CI run,
+        return ""  # load 7) a case equal to its honest kernel read 0.282x [0.258-0.412] against its 0.263x
     return (f"{verdict.latency.speedup:.2f}x [{verdict.latency.ci_low:.2f}-{verdict.latency.ci_high:.2f}] over "
             f"{verdict.latency.rounds} rounds ({verdict.latency.rounds_retimed} retimed, "
             f"{verdict.latency.calls_per_window} calls a window, candidate {verdict.latency.candidate_ms:.3f} ms, "
