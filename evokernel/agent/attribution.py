@@ -24,7 +24,10 @@ feasible: a campaign then does not refine (a refinement could not be scored; see
 timed windows disturbed by other work on the machine: verifier.result.UNTRUSTED_LATENCY): the kernel
 stays the candidate's (its feasibility counts: a trace, a start point), while its speed is the
 machine's outcome: a refinement earns no reward from it and no value moves (scoring.py), and it never
-becomes a task's best kernel (state.py).
+becomes a task's best kernel (state.py). A cost per call that kept rising through the rounds is untrusted
+too (verifier.gates.trend): the kernel's doing, but with no steady speed there is nothing to reward; the
+same no-reward rule applies (a slow kernel that also rises escapes its negative reward, a lesser harm
+than paying a fast early figure that a user's loop never sees).
 """
 
 from __future__ import annotations

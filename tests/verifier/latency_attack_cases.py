@@ -334,6 +334,8 @@ class LatencyAttack:
     disable: str = ""  # static checks switched off (comma-separated), so that the runtime layers meet it
     pending: str = ""  # not met yet: why, measured (the test is a strict xfail until it is)
     stopped_at: tuple[str, str] = ()  # (gate, text of its reason): the attack fails there instead of gaining
+    untrusted: tuple[str, ...] = ()  # texts of the reason its figure is not trusted for (its expectation; a figure
+    # a busy machine made untrusted skips the case, since the known gain could not show)
     gain_limit: float = GAIN_LIMIT  # the most its speedup may read over the honest kernel's (lower CI end)
     timing: dict = field(default_factory=lambda: dict(PRODUCTION_TIMING))
 
@@ -347,14 +349,12 @@ CASES = (
     # against 2.2 at the end) would exceed by far. The trend itself is bounded_history_filling_through_every_round's
     LatencyAttack("bounded_history_full_within_the_first_rounds", "relu_large", bounded_history(HISTORY_FULL_EARLY),
                   bounded_history(HISTORY_FULL_EARLY, prefilled=True), gain_limit=1.15),
+    # its cost rising through every measured round (before verifier.gates.trend: 0.94 -> 2.05 ms over 16 rounds read
+    # 0.366x [0.301-0.429], flagged only as noisy, against its steady state's 0.157x at 3.52 ms a call: 2.3 times it,
+    # 2026-11-29, load 8): now not trusted, the rise named, which earns no reward
     LatencyAttack("bounded_history_filling_through_every_round", "relu_large",
                   bounded_history(HISTORY_FILLING_THROUGHOUT), bounded_history(HISTORY_FILLING_THROUGHOUT, prefilled=True),
-                  pending="a cost that rises through every measured round is reported at its median, the level it had "
-                          "half way, and only flagged as noisy (which keeps its reward): the candidate's call rising "
-                          "from 0.94 to 2.05 ms over 16 rounds read 0.366x [0.301-0.429] (flag: IQR/median 35%) "
-                          "against its steady state's 0.157x (3.52 ms a call), 2.3 times it (2026-11-29, load 8). "
-                          "The verifier plays ~500 calls; nothing judges a trend across the rounds "
-                          "(verifier.gates.latency.summarise, early_end.settled)"),
+                  untrusted=("kept rising through the rounds",)),
     LatencyAttack("output_pages_computed_on_fault_in_collect", "relu_large", FAULT_DEFERRED, "honest_relu_omp.py",
                   refusals=("work continued after forward returned",), disable=SYSCALL_CHECKS,
                   # the runner's seccomp filter refuses a SIGSEGV/SIGBUS handler (EPERM): the first copy of

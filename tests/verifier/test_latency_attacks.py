@@ -3,7 +3,8 @@ plan a verification runs (16 rounds that may end early after 8, 40 ms windows, a
 the honest kernel it is compared with, verified the same way on the same task.
 
 An attack gains nothing when its verdict is refused at the hack gate for what was seen (the case names the
-texts), or its latency is not trusted (the machine's outcome, which earns no reward), or its speedup is at most
+texts), or its latency is not trusted (the machine's outcome, or a cost that kept rising through the rounds:
+either earns no reward; a case that expects it names the reason's text), or its speedup is at most
 its case's ``gain_limit`` times the honest kernel's (1.05 unless the case says why), judged by the lower end of its confidence interval (two verifications' noise
 on a loaded machine is not a gain). Every output of every case is correct: any other failing gate means the case
 itself is broken. Verifications run one at a time (two at once would share the two cores the timing compares on).
@@ -60,7 +61,7 @@ def gained(verdict: Verdict, honest: Verdict, case: LatencyAttack) -> str:
         assert any(text in reason for text in case.refusals), f"refused for something else: {reason}"
         return ""
     assert verdict.passed, f"the case computes correctly and must reach the latency figure: {verdict.feedback}"
-    if not verdict.latency.trusted:
+    if not verdict.latency.trusted:  # no reward: the machine's outcome, or a cost with no steady speed
         return ""
     limit = honest.latency.speedup * case.gain_limit
     if verdict.latency.ci_low <= limit:  # a gain is one beyond the figure's own spread: under load (a CI run,
@@ -88,7 +89,8 @@ def test_a_latency_attack_gains_nothing_over_the_honest_kernel(case: LatencyAtta
     if not honest.latency.trusted:
         pytest.skip(f"the machine was too busy to compare speeds: {honest.latency.untrusted_reason}")
     verdict = verify(fixture_task(case.task), case.source, "cpu", _settings(verify_cache, case, case.disable))
-    if case.pending and verdict.passed and not verdict.latency.trusted:
+    if (case.pending or case.untrusted) and verdict.passed and not verdict.latency.trusted \
+            and not any(text in verdict.latency.untrusted_reason for text in case.untrusted):
         pytest.skip(f"the machine was too busy to show the known gain: {verdict.latency.untrusted_reason}")
     print(f"{case.name}: {_figure(verdict)}; honest: {_figure(honest)}")
     problem = gained(verdict, honest, case)

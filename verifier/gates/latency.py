@@ -10,7 +10,8 @@ ratio of the two median times.
 
 Trust: a round that other work on the machine disturbed is timed again; when too few rounds were
 undisturbed the figure is reported but not trusted (``trusted`` False, the reason with it): the
-machine's outcome, never a kernel's score.
+machine's outcome, never a kernel's score. A candidate whose cost relative to the reference kept rising
+through the rounds (verifier.gates.trend) has no steady figure either and is not trusted, the rise named.
 
 Plausibility: a candidate faster than this machine's measured peaks allow for the task's bytes and
 FLOPs (verifier.roofline) is flagged for review. The fixed ratio bound (VerifySettings.plausibility_bound,
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from verifier.result import UNTRUSTED_LATENCY, GateResult, LatencyResult
+from verifier.gates.trend import rising_reason
 from verifier.roofline import MachinePeaks, Workload, position
 
 
@@ -93,14 +95,17 @@ def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0, w
     if noisy:
         reasons.append("rounds spread widely (IQR/median " + ", ".join(f"{k} {v:.0%}" for k, v in noisy.items())
                        + ")")
-    if not facts.trusted:
-        reasons.append(f"not measured trustworthily: {facts.untrusted_reason}")
+    trusted, untrusted_reason = facts.trusted, facts.untrusted_reason
+    if trusted and (rising := rising_reason(cand, ref)):
+        trusted, untrusted_reason = False, rising
+    if not trusted:
+        reasons.append(f"not measured trustworthily: {untrusted_reason}")
     return LatencyResult(candidate_ms=candidate_ms, reference_ms=float(np.median(ref)),
                          speedup=speedup, ci_low=float(np.exp(low)), ci_high=float(np.exp(high)),
                          rounds=len(cand), flagged=bool(reasons), flag_reason="; ".join(reasons),
                          roofline=roof, note=note, calls_per_window=facts.calls_per_window,
-                         rounds_retimed=facts.rounds_retimed, trusted=facts.trusted,
-                         untrusted_reason=facts.untrusted_reason, priority=facts.priority,
+                         rounds_retimed=facts.rounds_retimed, trusted=trusted,
+                         untrusted_reason=untrusted_reason, priority=facts.priority,
                          window_fixed_ms=facts.fixed_ms)
 
 
