@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import subprocess
 import sys
 import textwrap
@@ -62,12 +63,18 @@ class Child:
         self.process.wait()
 
 
-def _watch(child: Child, libs: Path, seconds: float = 0.4) -> CallSamples:
+def _watch(child: Child, libs: Path, seconds: float = 0.4, until: str = "") -> CallSamples:
+    """Samples of ``child`` over ``seconds``, or until it prints the line ``until`` (at most a minute: on a
+    loaded machine a fixed window can end before the child's work has begun)."""
     sampler = CpuSampler(child.process.pid, str(libs))
     try:
         child.start()
         with sampler.watching() as window:
-            time.sleep(seconds)
+            if until:
+                ready, _, _ = select.select([child.process.stdout], [], [], 60.0)
+                assert ready and child.process.stdout.readline().strip() == until, "the child never finished its work"
+            else:
+                time.sleep(seconds)
         return window.samples
     finally:
         sampler.close()
@@ -112,11 +119,12 @@ def test_threads_that_exist_only_during_the_block_are_counted(tmp_path):
         threads = [threading.Thread(target=burn) for _ in range(4)]
         for t in threads: t.start()
         for t in threads: t.join()
+        print("done", flush=True)
         time.sleep(3600)
     """
     child = Child(work, tmp_path)
     before = len(os.listdir(f"/proc/{child.process.pid}/task"))
-    samples = _watch(child, tmp_path / "libs", 0.5)
+    samples = _watch(child, tmp_path / "libs", until="done")  # a CI run at load 13 ended a 0.5 s window after 3 of 4
     assert samples.threads >= before + 4, (before, samples.threads)
     watch = outside.OutsideWatch(None, before, 2)  # the decision alone (no sampler of its own)
     assert "OS threads existed at once during a call" in watch.thread_problem(samples)
