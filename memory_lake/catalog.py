@@ -49,13 +49,14 @@ class Snapshot:
 
 
 def attach_live(location: Location, create: bool = False, data_path: str | None = None,
-                read_only: bool = False) -> duckdb.DuckDBPyConnection:
+                read_only: bool = False, for_user_sql: bool = False) -> duckdb.DuckDBPyConnection:
     """A connection with the lake attached as ``lake`` (created when ``create``; a directory lake
-    with its data path resolved from where it is now: see datapath.py)."""
+    with its data path resolved from where it is now: see datapath.py); ``for_user_sql``: see
+    engine.new_connection."""
     if not create:
         _check_exists(location)
         data_path = datapath.resolve(location)
-    con = engine.new_connection()
+    con = engine.new_connection(for_user_sql=for_user_sql)
     try:
         engine.attach(con, location.catalog, data_path=data_path, create=create, read_only=read_only,
                       override_data_path=data_path is not None)
@@ -65,12 +66,12 @@ def attach_live(location: Location, create: bool = False, data_path: str | None 
     return con
 
 
-def attach_as_of(location: Location, as_of: str | int) -> duckdb.DuckDBPyConnection:
+def attach_as_of(location: Location, as_of: str | int, for_user_sql: bool = False) -> duckdb.DuckDBPyConnection:
     """A read-only connection with the lake as it was at a snapshot id or a timestamp."""
     _check_exists(location)
     snapshot, when = parse_as_of(as_of)
     data_path = datapath.resolve(location)
-    con = engine.new_connection()
+    con = engine.new_connection(for_user_sql=for_user_sql)
     try:
         engine.attach(con, location.catalog, snapshot=snapshot, snapshot_time=when, data_path=data_path,
                       override_data_path=data_path is not None)

@@ -12,7 +12,8 @@ Two layers, each decided by DuckDB itself rather than by looking at the text:
 2. The connection it runs on can only read: the lake attached READ_ONLY (DuckLake then refuses every
    write to its tables and to its catalog, its maintenance calls included), external access off
    with only the lake's data path allowed (no COPY, ATTACH, file reads or extension loads
-   elsewhere), and its configuration locked so the statement cannot lift either.
+   elsewhere), and its configuration locked so the statement cannot lift either. Its extensions were
+   loaded with DuckDB's signature check on (engine.new_connection's ``for_user_sql``).
 
 Maintenance has its own commands (`lake compact`, `lake migrate`, `lake import`).
 """
@@ -83,9 +84,9 @@ def query(location: Location, sql_text: str, params: Sequence | Mapping | None =
 def connect(location: Location, as_of: str | int | None = None) -> duckdb.DuckDBPyConnection:
     """A connection on which only reading the lake is possible (layer 2 of the module doc)."""
     if as_of is not None:
-        con = catalog.attach_as_of(location, as_of)
+        con = catalog.attach_as_of(location, as_of, for_user_sql=True)
     else:
-        con = catalog.attach_live(location, read_only=True)
+        con = catalog.attach_live(location, read_only=True, for_user_sql=True)
     try:
         if as_of is None:
             catalog.read_meta(con, location)  # "no memory lake here" for a catalog without one

@@ -103,7 +103,14 @@ def test_the_connection_alone_refuses_writes_and_files(catalog_factory, tmp_path
         with pytest.raises(Exception):
             con.execute(statement).fetchall()
     assert con.execute("SELECT count(*) FROM attempts").fetchall() == [(1,)]
+    # its extensions were loaded with DuckDB's signature check (the package's own connections skip it)
+    assert con.execute("SELECT current_setting('allow_unsigned_extensions')").fetchall() == [(False,)]
     con.close()
+    for as_of in (None, 1):
+        with readonly.connect(parse(root), as_of) as user:
+            assert user.execute("SELECT current_setting('allow_unsigned_extensions')").fetchall() == [(False,)]
+    with lake.connect() as own:  # the Python API: its caller runs code anyway
+        assert own.execute("SELECT current_setting('allow_unsigned_extensions')").fetchall() == [(True,)]
     assert _state(lake, root) == before and not list(tmp_path.glob("x.*"))
     lake.close()
 
