@@ -124,6 +124,34 @@ def test_layouts_outside_the_arena_are_refused():
     arena.close()
 
 
+def test_placing_values_leaves_no_reference_cycle_behind():
+    """The drawn input sets a layout places are freed as soon as the caller drops them, not when the cyclic
+    collector next runs: a reference worker's heap would otherwise grow by a round's inputs at a time, and
+    its timed outputs fault fresh pages in (docs/timing.md, "A/A")."""
+    import gc
+    import weakref
+
+    from verifier.sandbox.values import Shaped
+
+    class Payload:  # stands for a drawn tensor
+        pass
+
+    payload = Payload()
+    freed = weakref.ref(payload)
+    value = Shaped((4, 2), "float32", payload)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        spec, placed, end = layout_spec([[value, 3], (value,)], 64)
+        assert [layout.offset for layout, _ in placed] == [64, 128] and end == 192
+        assert spec[0]["t"] == "seq" and spec[0]["items"][1] == {"t": "int", "v": 3}
+        del spec, placed, value, payload
+        assert freed() is None
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def test_inputs_view_the_arena_and_outputs_are_copied_into_it():
     x = HostTensor(np.arange(12, dtype=np.float32).reshape(3, 4), "float32")
     spec, placed, end = layout_spec([x, 7, (1.5, None)])
