@@ -11,7 +11,8 @@ ratio of the two median times.
 Trust: a round that other work on the machine disturbed is timed again; when too few rounds were
 undisturbed the figure is reported but not trusted (``trusted`` False, the reason with it): the
 machine's outcome, never a kernel's score. A candidate whose cost relative to the reference kept rising
-through the rounds (verifier.gates.trend) has no steady figure either and is not trusted, the rise named.
+through the rounds, or stepped up part way through them (verifier.gates.trend), has no steady figure
+either and is not trusted, the rise named.
 
 Plausibility: a candidate faster than this machine's measured peaks allow for the task's bytes and
 FLOPs (verifier.roofline) is flagged for review. The fixed ratio bound (VerifySettings.plausibility_bound,
