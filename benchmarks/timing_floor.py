@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 from contextlib import contextmanager
@@ -158,14 +159,19 @@ def main() -> None:
     parser.add_argument("--build", default=None, help="an existing cpu build of the bundled problems")
     parser.add_argument("--same-pair", type=int, default=0, help="pairs per task timed three times each (only this)")
     args = parser.parse_args()
-    print(f"start: {_load()}")
-    floor = fixed_cost(args.calls)
-    print("fixed cost, median of %d windows: " % args.calls + ", ".join(f"{k} {v:.1f}" for k, v in floor.items()))
     settings = VerifySettings()
     with tempfile.TemporaryDirectory(prefix="timing-floor-") as tmp:
         build = load_build(_build_dir(args.build, Path(tmp)))
         wanted = [t for t in args.tasks.split(",") if t]
-        tasks = [t for t in build.runnable() if t.level == 1 and (not wanted or t.task_id in wanted)]
+        level1 = [t for t in build.runnable() if t.level == 1]
+        tasks = [t for t in level1 if not wanted or t.task_id in wanted]
+        unknown = sorted(set(wanted) - {t.task_id for t in tasks})
+        if unknown:
+            sys.exit(f"timing_floor: --tasks: not a runnable level-1 task of the build: {', '.join(unknown)} "
+                     f"(they are named like {level1[0].task_id if level1 else 'L1/001_relu'})")
+        print(f"start: {_load()}")
+        floor = fixed_cost(args.calls)
+        print("fixed cost, median of %d windows: " % args.calls + ", ".join(f"{k} {v:.1f}" for k, v in floor.items()))
         if args.same_pair:
             print("same pair: A's time / B's, as drawn by A, on fresh arenas, drawn by B")
             for task in tasks:
