@@ -16,13 +16,12 @@ than ``LEAST_ROUNDS`` rounds are not judged (a phase ends early only once its fi
 
 A cost that steps up part way (a cache that fills after some hundred calls, then pays on every call) is
 not a steady trend: the rounds before the step and after it are each flat, and tau stays low (a step half
-way reads about 0.5). The step test looks for the round where the later rounds' relative cost is highest
-above the earlier rounds' (each split's one-sided rank statistic, the split whose statistic is the least
-likely taken; how likely that is with rounds that do not change found by permuting the rounds,
-``STEP_PERMUTATIONS`` of them) and
-declares a step where that chance is at most ``STEP_P`` and the rounds from the step on cost at least
-``RISE`` more than the median the figure reports. A cost that settles within the first rounds is a step
-up too, but the median already reports its later level, so it is not a step here.
+way reads about 0.5). The step test takes, of every split of the rounds, the one whose later rounds rank
+least likely that far above its earlier ones (a one-sided rank statistic per split), finds how likely so
+small a chance is with rounds that do not change by permuting the rounds (``STEP_PERMUTATIONS`` orders,
+once per number of rounds), and declares a step where that is at most ``STEP_P`` and the rounds from the
+step on cost at least ``RISE`` more than the median the figure reports. A cost that settles within the
+first rounds is a step up too, but the median already reports its later level, so it is not a step here.
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ LEAST_ROUNDS = 10
 TAU = 0.6  # Kendall's tau of the relative cost against the round index
 RISE = 0.25  # the relative cost's rise from the first round to the last, on the Theil-Sen line
 STEP_SHORTEST = 3  # rounds on each side of a step
-STEP_P = 0.002  # the chance, with rounds that do not change, of a step statistic as large
+STEP_P = 0.002  # how often rounds that do not change show a split as unlikely, at most
 STEP_PERMUTATIONS = 20000
 
 
