@@ -105,7 +105,8 @@ def verified(task, source: str, settings: VerifySettings) -> dict:
         return {"verifier": None, "failed": f"{gate}: {reason}"[:200]}
     lat = verdict.latency
     return {"verifier": lat.speedup, "ci": [lat.ci_low, lat.ci_high], "v_ref_ms": lat.reference_ms,
-            "v_cand_ms": lat.candidate_ms, "trusted": lat.trusted, "retimed": lat.rounds_retimed,
+            "v_cand_ms": lat.candidate_ms, "trusted": lat.trusted, "untrusted_reason": lat.untrusted_reason,
+            "retimed": lat.rounds_retimed,
             "calls": lat.calls_per_window, "priority": lat.priority, "seconds": time.perf_counter() - started}
 
 
@@ -163,7 +164,7 @@ def print_row(row: dict) -> None:
     if row.get("verifier") is None:
         print(f"{row['task_id']:34s} solo {row['solo']:6.2f}x  verifier failed: {row['failed']}", flush=True)
         return
-    trust = "" if row["trusted"] else "  (not trusted)"
+    trust = "" if row["trusted"] else f"  (not trusted: {row.get('untrusted_reason', '')[:160]})"
     print(f"{row['task_id']:34s} {row['ref_ms']:8.3f} {row['cand_ms']:8.3f}  solo {row['solo']:6.2f}x  alt "
           f"{row['alt']:6.2f}x  passive {_x(row['alt_passive'])}  verifier {row['verifier']:6.2f}x "
           f"[{row['ci'][0]:.2f}-{row['ci'][1]:.2f}] x{row['calls']:<3d} -> {row['fidelity']:.3f}"
@@ -192,7 +193,8 @@ def repeatability(task, settings: VerifySettings, times: int) -> dict:
         result = verified(task, source, settings)
         speedups.append(result["verifier"])
         print(f"  run {i + 1}: {result['verifier']:.3f}x [{result['ci'][0]:.2f}-{result['ci'][1]:.2f}] trusted "
-              f"{result['trusted']}, {result['retimed']} rounds retimed, {_load()}", flush=True)
+              f"{result['trusted']}{'' if result['trusted'] else ' (' + result['untrusted_reason'][:160] + ')'}, "
+              f"{result['retimed']} rounds retimed, {_load()}", flush=True)
     return {"task_id": task.task_id, "speedups": speedups, "max_over_min": max(speedups) / min(speedups)}
 
 
