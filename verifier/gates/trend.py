@@ -57,7 +57,7 @@ class Step:
     """The likeliest upward step of the relative cost."""
 
     at: int  # the first round of the later level (0 when there are too few rounds to split)
-    chance: float  # the permutation p-value of a step statistic as large, with rounds that do not change
+    chance: float  # how often rounds that do not change show a split as unlikely as its least likely one
     above_median: float  # the later rounds' median relative cost over all rounds' median, less 1
 
     @property
@@ -65,9 +65,14 @@ class Step:
         return self.at > 0 and self.chance <= STEP_P and self.above_median >= RISE
 
 
+def _relative(candidate_ms: np.ndarray, reference_ms: np.ndarray) -> np.ndarray:
+    """Each round's relative cost, candidate / reference (a zero time read as 1 ns)."""
+    return np.maximum(candidate_ms, 1e-9) / np.maximum(reference_ms, 1e-9)
+
+
 def trend(candidate_ms: np.ndarray, reference_ms: np.ndarray) -> Trend:
     """The trend of the candidate's cost relative to the reference's, rounds in the order played."""
-    cost = np.log(np.maximum(candidate_ms, 1e-9) / np.maximum(reference_ms, 1e-9))
+    cost = np.log(_relative(candidate_ms, reference_ms))
     n = len(cost)
     if n < 2:
         return Trend(n, 0.0, 0.0)
@@ -80,7 +85,7 @@ def trend(candidate_ms: np.ndarray, reference_ms: np.ndarray) -> Trend:
 
 def step(candidate_ms: np.ndarray, reference_ms: np.ndarray) -> Step:
     """The likeliest upward step of the candidate's cost relative to the reference's."""
-    ratio = np.maximum(candidate_ms, 1e-9) / np.maximum(reference_ms, 1e-9)
+    ratio = _relative(candidate_ms, reference_ms)
     n = len(ratio)
     if n < LEAST_ROUNDS:
         return Step(0, 1.0, 0.0)

@@ -153,7 +153,7 @@ class _Placer:
                 self.offset = align(self.offset + max(layout.span(), 1))
                 out.append({"t": "tensor", **layout.to_json()})
             else:
-                out.append(_plain(v, lambda inner, depth=depth: self.walk(inner, depth + 1)))
+                out.append(_plain(v, lambda inner: self.walk(inner, depth + 1)))
         return out
 
 
