@@ -48,11 +48,14 @@ CASES = {
     "prctl_perf_disable": "raw(157, 31, 0, 0, 0, 0)",
     "prctl_perf_enable": "raw(157, 32, 0, 0, 0, 0)",
     "prctl_name": "raw(157, 15, id(b'renamed'), 0, 0, 0)",
-    # rt_sigaction(sig, act, oldact, sigsetsize): an action for a memory fault is refused, reading is not
+    # rt_sigaction(sig, act, oldact, sigsetsize): an action for a memory fault or a continue is refused, reading
+    # is not (a SIGCONT handler would run with the window's inputs in place, before the clock starts)
     "sigaction_segv_set": "act = ctypes.create_string_buffer(152); raw(13, 11, ctypes.addressof(act), 0, 8)",
     "sigaction_bus_set": "act = ctypes.create_string_buffer(152); raw(13, 7, ctypes.addressof(act), 0, 8)",
     "sigaction_segv_read": "old = ctypes.create_string_buffer(152); raw(13, 11, 0, ctypes.addressof(old), 8)",
     "sigaction_usr1_set": "act = ctypes.create_string_buffer(152); raw(13, 10, ctypes.addressof(act), 0, 8)",
+    "sigaction_cont_set": "act = ctypes.create_string_buffer(152); raw(13, 18, ctypes.addressof(act), 0, 8)",
+    "sigaction_cont_read": "old = ctypes.create_string_buffer(152); raw(13, 18, 0, ctypes.addressof(old), 8)",
 }
 # (profile, case) -> "killed" or the errno answered (0: allowed)
 EXPECTED = {
@@ -69,6 +72,7 @@ EXPECTED = {
     ("builder", "socket_udp"): 13, ("builder", "chmod"): 1, ("builder", "unshare"): "killed",
     ("runner", "sigaction_segv_set"): 1, ("runner", "sigaction_bus_set"): 1, ("runner", "sigaction_segv_read"): 0,
     ("runner", "sigaction_usr1_set"): 0, ("builder", "sigaction_segv_set"): 0,
+    ("runner", "sigaction_cont_set"): 1, ("runner", "sigaction_cont_read"): 0, ("builder", "sigaction_cont_set"): 0,
 }
 
 

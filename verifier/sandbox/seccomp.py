@@ -26,10 +26,12 @@ Runner only (no process may come from candidate code, no more cores than the lau
   sched_setaffinity -> EPERM): fork, vfork, clone without CLONE_THREAD,
   execve, execveat, setsid, setpgid, tkill, pidfd_send_signal, setting resource limits, and
   kill/tgkill of any other process are killed; clone3 answers ENOSYS so glibc falls back to clone, whose flags BPF can read. Threads
-  (clone with CLONE_THREAD) stay: the OpenMP pool needs them. Setting a handler for SIGSEGV or SIGBUS
-  (rt_sigaction with an action) answers EPERM: a memory fault's handler is how work is moved out of the
-  timed window into the untimed copy of the outputs (pages left PROT_NONE by ``forward`` and computed
-  when the copy touches them), and nothing the runner needs sets one after its start-up.
+  (clone with CLONE_THREAD) stay: the OpenMP pool needs them. Setting a handler for SIGSEGV, SIGBUS or
+  SIGCONT (rt_sigaction with an action) answers EPERM: a memory fault's handler is how work is moved out
+  of the timed window into the untimed copy of the outputs (pages left PROT_NONE by ``forward`` and
+  computed when the copy touches them); a SIGCONT handler runs when the monitor continues the runner for
+  its turn, with the window's inputs already written and before the clock starts (the settle before a
+  window, verifier.monitor.freeze.settle); nothing the runner needs sets one after its start-up.
 Builder: compilers fork and exec (cc1plus, as, ld, ptxas) and raise their soft stack limit (never
   above the hard limits the launcher set); everything else above holds.
 
@@ -81,7 +83,7 @@ METADATA = dict(chmod=90, fchmod=91, chown=92, fchown=93, lchown=94, utime=132, 
 RUNNER_KILLED = dict(fork=57, vfork=58, execve=59, execveat=322, setsid=112, setpgid=109, tkill=200,
                      pidfd_send_signal=424, setrlimit=160)
 CLONE, CLONE3, KILL, TGKILL, PRLIMIT64, PRCTL, RT_SIGACTION = 56, 435, 62, 234, 302, 157, 13
-SIGBUS, SIGSEGV = 7, 11
+SIGBUS, SIGSEGV, SIGCONT = 7, 11, 18
 PR_TASK_PERF_EVENTS_DISABLE, PR_TASK_PERF_EVENTS_ENABLE = 31, 32
 
 RUNNER, BUILDER = "runner", "builder"
@@ -124,9 +126,10 @@ def program(profile: str, own_pid: int = 0) -> list[tuple[int, int, int, int]]:
     # prlimit64(pid, resource, new_limit, old_limit): reading is fine, setting is not
     prog += [("label", "prlimit"), ("ld", _arg_lo(2)), ("jne", 0, "kill"), ("ld", _arg_hi(2)),
              ("jne", 0, "kill"), ("ret", RET_ALLOW)]
-    # rt_sigaction(sig, act, ...): no handler for a memory fault may be set (reading the current one is fine)
-    prog += [("label", "sigaction"), ("ld", _arg_lo(0)), ("jeq", SIGSEGV, "fault_handler"), ("jeq", SIGBUS, "fault_handler"),
-             ("ret", RET_ALLOW), ("label", "fault_handler"), ("ld", _arg_lo(1)), ("jne", 0, "eperm"), ("ld", _arg_hi(1)),
+    # rt_sigaction(sig, act, ...): no handler for a memory fault or a continue may be set (reading the current
+    # one is fine)
+    prog += [("label", "sigaction"), ("ld", _arg_lo(0)), ("jeq", SIGSEGV, "no_handler"), ("jeq", SIGBUS, "no_handler"),
+             ("jeq", SIGCONT, "no_handler"), ("ret", RET_ALLOW), ("label", "no_handler"), ("ld", _arg_lo(1)), ("jne", 0, "eperm"), ("ld", _arg_hi(1)),
              ("jne", 0, "eperm"), ("ret", RET_ALLOW)]
     # prctl(option, ...): the perf-event switches are refused, every other option allowed (option is an int)
     prog += [("label", "prctl"), ("ld", _arg_lo(0)), ("jeq", PR_TASK_PERF_EVENTS_DISABLE, "eperm"),
