@@ -170,8 +170,10 @@ class Rounds:
 
     def turn(self, i: int, specs: list[list], device: bool, observe: bool = False) -> Turn:
         """Side ``i``'s window on the round's inputs. On the CPU the inputs are written while the side is
-        stopped and it is continued only to run: no moment to look at them before its clock starts (its
-        views of the arena are staged once per layout). A device copies them in Stage, before each window."""
+        stopped and it is continued only to run (its views of the arena are staged once per layout). Between
+        the continue and the clock lies the settle (verifier.monitor.freeze.settle, at most 5 ms), whose CPU
+        no account holds: the runner may not set a SIGCONT handler to use it (its seccomp filter), but a
+        thread of its own that is awake then could. A device copies the inputs in Stage, before each window."""
         side, pid = self.sides[i], self.sides[i].pid()
         turn_started, window_s = time.perf_counter(), 0.0
         deadline, during = time.monotonic() + side.deadline_s, f"{side.name}'s timing"
