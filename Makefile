@@ -23,9 +23,11 @@ demo: $(STAMP)
 	$(BIN)/evokernel demo --out runs/demo
 
 test: $(STAMP)
-	# two workers (the suite is I/O- and subprocess-bound, CI has 2 cores); loadscope runs each module whole
-	# on one worker (its module fixtures made once), in the order tests/scheduling.py gives (slowest first)
-	bash scripts/run_tests.sh -n 2 --dist loadscope --no-loadscope-reorder
+	# two workers (CI has 2 cores, and the suite keeps both busy); loadscope runs each module whole on one
+	# worker (its module fixtures made once), in the order tests/scheduling.py gives (slowest first). A
+	# worker that dies (a native abort) ends the run at once, reported: xdist 3.8 replacing it under
+	# loadscope can leave both workers idle until CI's time limit (pytest-xdist issue 1378)
+	bash scripts/run_tests.sh -n 2 --dist loadscope --no-loadscope-reorder --max-worker-restart 0
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
