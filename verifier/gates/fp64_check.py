@@ -55,7 +55,7 @@ from typing import Sequence
 
 import numpy as np
 
-from verifier.gates.elementwise import l2
+from verifier.gates.elementwise import float64_norms
 from verifier.gates.trial_data import ReferenceOutputs
 
 MAX_RATIO = 256.0
@@ -85,18 +85,9 @@ def ratio_to_reference(c: np.ndarray, r: np.ndarray, correction: np.ndarray,
     eps = epsilon(dtype)
     if eps is None:
         return 0.0, 0.0, 0.0
-    r64 = r.astype(np.float64)  # two float64 temporaries in all (outputs can be large)
-    r64 += correction
-    c64 = c.astype(np.float64)
-    finite = np.isfinite(r64) & np.isfinite(c64)
-    if not finite.all():
-        r64, c64, correction = r64[finite], c64[finite], correction[finite]
-    scale = l2(r64)
+    scale, err_c, err_r = float64_norms(c, r, correction)  # ||r - r64|| = ||correction||
     if scale == 0.0:
         return 0.0, 0.0, 0.0
-    c64 -= r64
-    err_c = l2(c64)
-    err_r = l2(correction)  # ||r - r64|| = ||correction||
     return err_c / max(err_r, allowed_floor(eps, work) * scale), err_c / scale, err_r / scale
 
 

@@ -34,7 +34,7 @@ from typing import Callable
 
 import numpy as np
 
-from verifier.gates.elementwise import l2
+from verifier.gates.elementwise import l2_each
 from verifier.sandbox import messages as msg
 from verifier.sandbox.arena import Arena
 from verifier.sandbox.channel import Channel
@@ -49,12 +49,9 @@ def trivial_errors(ref: np.ndarray, inputs: list) -> dict[str, float]:
     if not np.isfinite(ref).all():
         return {}
     mean = float(ref.mean(dtype=np.float64))
-    errors = {"zeros": l2(ref), "mean": l2(ref, shift=mean)}
-    for x in inputs:
-        if hasattr(x, "shape") and tuple(x.shape) == ref.shape:
-            errors["input copy"] = l2(ref, np.asarray(x))
-            break
-    return errors
+    copied = next((np.asarray(x) for x in inputs if hasattr(x, "shape") and tuple(x.shape) == ref.shape), None)
+    against = [(None, 0.0), (None, mean)] + ([(copied, 0.0)] if copied is not None else [])
+    return dict(zip(("zeros", "mean", "input copy"), l2_each(ref, against)))
 
 
 class Worker:
