@@ -30,6 +30,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import numpy as np
@@ -59,6 +60,7 @@ class Worker:
         self.channel = channel
         self.arena: Arena | None = None
         self._drawers = None  # the drawing threads (verifier.sandbox.drawing), started by the first Draw
+        self._finisher: ThreadPoolExecutor | None = None  # finishes and sends the trials (started by the first)
 
     def receive(self, *expect: type):
         return msg.receive(self.channel, time.monotonic() + FOREVER, MAX_IN, expect, keep_fds=True)
@@ -81,28 +83,47 @@ class Worker:
         self.plan = inp.plan(cfg.correctness_trials)
         self.trial_inputs = inp.TrialInputs(self.problem, cfg.input_seed, self.plan)
         wide = Fp64Model(self.model)
-        for trial in self.plan:
-            self.send(self.trial(trial, wide))
+        if self._finisher is None:
+            self._finisher = ThreadPoolExecutor(1, thread_name_prefix="finish", initializer=_one_thread)
+        finishing = None
+        for trial in self.plan:  # trial k is finished and sent while trial k + 1 is drawn and run
+            inputs, outputs = self.forward(trial, wide)
+            if finishing is not None:
+                finishing.result()
+            finishing = self._finisher.submit(lambda t=trial, i=inputs, o=outputs: self.send(self.finish(t, i, o, wide)))
+        if finishing is not None:
+            finishing.result()
         workload = self.workload() if cfg.count_workload else None
         if workload is not None:
             self.send(workload)
         self.send(msg.RefDone())
 
-    def trial(self, trial, wide) -> msg.RefTrial:
+    def forward(self, trial, wide) -> tuple[list, list]:
+        """Trial ``trial``'s inputs (drawn from the global generator, in plan order) and the reference's
+        outputs; a reference that draws random numbers in forward switches the float64 check off."""
         import torch
-
-        from verifier.sandbox import values as wire
 
         inputs = self.trial_inputs.get(trial)
         rng_before = torch.random.get_rng_state()
         with torch.no_grad():
             result = self.model(*inputs)
-        outputs = list(result) if isinstance(result, (tuple, list)) else [result]
         if not torch.equal(rng_before, torch.random.get_rng_state()):
             wide.disable("the reference draws random numbers in forward")
+        return inputs, list(result) if isinstance(result, (tuple, list)) else [result]
+
+    def finish(self, trial, inputs: list, outputs: list, wide) -> msg.RefTrial:
+        """A trial's message (on the finishing thread, torch on one thread of its own and any random
+        number the float64 copy draws from a generator of its own: the next trial's draw from the global
+        generator goes on meanwhile, unchanged)."""
+        import torch
+
+        from verifier.sandbox import values as wire
+        from verifier.sandbox.drawing import OwnGenerator
+
         arrays = [self.inp.to_numpy(o) for o in outputs]
         numpy_inputs = [self.inp.to_numpy(x) if isinstance(x, torch.Tensor) else x for x in inputs]
-        fp64 = wide.reference(inputs, outputs) if trial.kind in CHECKED_IN_FLOAT64 else msg_fp64_empty()
+        with OwnGenerator(torch.Generator().manual_seed(0)):
+            fp64 = wide.reference(inputs, outputs) if trial.kind in CHECKED_IN_FLOAT64 else msg_fp64_empty()
         return msg.RefTrial(trial.index, trial.kind, trial.distribution, wire.storage_bytes(_shaped(inputs)),
                             tuple(str(o.dtype).removeprefix("torch.") for o in outputs),
                             tuple(trivial_errors(a, numpy_inputs) for a in arrays), fp64.work, fp64.note,
@@ -197,6 +218,14 @@ class Worker:
             self.trial_inputs.served(trial)
             return inputs
         return self.inp.timed_inputs(self.problem, derive_seed(self.cfg.input_seed, "timing"), index)
+
+
+def _one_thread() -> None:
+    """A helper thread's torch runs on that thread only: a parallel region started from it would give the
+    process a second OpenMP team (verifier.sandbox.drawing says what that costs)."""
+    import torch
+
+    torch.set_num_threads(1)
 
 
 def _trim_heap() -> None:
