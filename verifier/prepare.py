@@ -13,7 +13,8 @@ from verifier.backends import get_backend
 from verifier.gate_plan import plan_gates, quoted
 from verifier.gates.hack import static_gate
 from verifier.machine_peaks import machine_peaks
-from verifier.monitor.session import Candidate, Session
+from verifier.monitor.pool import POOL
+from verifier.monitor.session import Candidate, Session, reference_key
 from verifier.result import GateResult, SessionFacts, Verdict
 from verifier.sandbox import observer
 from verifier.seeds import new_master_seed
@@ -59,10 +60,12 @@ def prepare(task: TaskSpec, candidate_source: str, backend: str, settings: Verif
         gate = GateResult("compile", False, quoted(problem.splitlines()[0])[:300], time.perf_counter() - start,
                           detail=problem)
         return Verdict(task.task_id, backend, code_sha, (hack, gate))
+    candidate = Candidate(task, candidate_source, backend_impl, backend_impl.compile_context(task),
+                          backend_impl.correctness_task_source(task.source), backend)
+    if seed is None and settings.seed is None and plan.runs("correctness"):  # a worker primed for it: its seed
+        seed = POOL.primed_seed(reference_key(candidate, settings))
     seed = seed if seed is not None else settings.seed if settings.seed is not None else new_master_seed()
     peaks = machine_peaks(backend, settings.threads).peaks if plan.runs("latency") else None
     library, _why = observer.library(settings.cache_dir) if plan.runs("correctness") else (None, "")
-    candidate = Candidate(task, candidate_source, backend_impl, backend_impl.compile_context(task),
-                          backend_impl.correctness_task_source(task.source), backend)
     session = Session(candidate, settings, plan, seed, peaks, str(library or ""))
     return Prepared(session, hack, code_sha, task.task_id, backend)

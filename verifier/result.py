@@ -81,6 +81,7 @@ class SessionFacts:
     seccomp_off_reason: str = ""  # why not, when the backend must start processes (see Backend)
     skipped_trials: int = 0  # correctness trials whose reference is non-finite for that distribution
     isolation: str = ""  # how the sandbox processes were confined (e.g. "landlock abi 7, uid 64000")
+    reference_primed: bool = False  # the reference worker had computed this verification's trials beforehand
 
 
 @dataclass(frozen=True)

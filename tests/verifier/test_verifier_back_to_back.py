@@ -34,10 +34,12 @@ def test_early_failure_leaves_no_reader_and_the_next_verification_is_intact(tmp_
 
 
 def _held() -> dict:
+    """{task key: pid} of the reference workers held for the next verification of their task, primed or not."""
     from verifier.monitor.pool import POOL
 
     with POOL._lock:
-        return {key[-1]: site.process.pid() for key, site in POOL._used}
+        return {**{key[-1]: site.process.pid() for key, site in POOL._used},
+                **{key[-1]: primed.site.process.pid() for key, primed in POOL._primed.items()}}
 
 
 def test_the_next_verification_of_the_same_task_reuses_its_reference_worker_with_the_same_outcome(tmp_path,
@@ -138,5 +140,70 @@ def test_a_spare_taken_while_a_latency_phase_stops_the_others_is_never_left_stop
         assert _state(taken[0].process.pid()) not in ("T", "t")
         assert taken[0].wait_ready(time.monotonic() + 120)
         taken[0].close()
+    finally:
+        pool.close()
+
+
+def test_a_task_verified_again_and_again_gets_a_worker_primed_with_its_next_seed(tmp_path, verify_cache):
+    """From the second verification of a task on, the worker it releases is handed the next verification's
+    seeds at once and computes its trials meanwhile: the third verification takes it, with the same
+    references as an unprimed one under the same fixed seed, and without a fixed seed it runs under the
+    seed the worker was primed with. A verification that asks for more trials closes the primed worker."""
+    from dataclasses import replace
+
+    from verifier.monitor.pool import POOL
+    from verifier.monitor.reference import task_key
+
+    source = EXAMPLE_TASK.replace("get_inputs():", "get_inputs():  # a task no other test verified")
+    task = make_task(source, "example/linear_relu_primed", tmp_path)
+    key = task_key(task.source, task.dtype)
+    fixed = VerifySettings.for_tests(verify_cache, seed=23)
+    verdicts = [verify(task, EXAMPLE_CANDIDATE, "cpu", fixed) for _ in range(3)]
+    assert all(v.passed for v in verdicts), [v.feedback for v in verdicts]
+    assert [v.facts.reference_primed for v in verdicts] == [False, False, True]
+    assert verdicts[2].facts.seed == 23 and verdicts[2].gates[2].detail == verdicts[0].gates[2].detail
+
+    free = replace(fixed, seed=None)
+    held_as = next(k for k in POOL._primed if k[-1] == key)
+    assert POOL._primed[held_as].seed == 23 and POOL.primed_seed(held_as) is None  # a fixed seed is offered to none
+    unfixed = verify(task, EXAMPLE_CANDIDATE, "cpu", free)
+    assert unfixed.passed and not unfixed.facts.reference_primed, unfixed.feedback  # a secret seed of its own
+    seed = POOL.primed_seed(held_as)
+    assert seed not in (None, 23, unfixed.facts.seed)  # a fresh secret seed primed for the next one
+    again = verify(task, EXAMPLE_CANDIDATE, "cpu", free)
+    assert again.passed and again.facts.reference_primed and again.facts.seed == seed
+
+    more = verify(task, EXAMPLE_CANDIDATE, "cpu", replace(free, correctness_trials=free.correctness_trials + 1))
+    assert more.passed and not more.facts.reference_primed, more.feedback
+
+
+def test_a_primed_worker_still_computing_is_stopped_while_a_latency_phase_times(tmp_path):
+    """Priming is start-up work: it never shares the cores with a timed window (Pool.paused stops it, and
+    continues it after), and the verification that takes it gets its trials."""
+    import time
+
+    from verifier.monitor.pool import Pool
+    from verifier.monitor.sites import ReferenceSite
+    from verifier.sandbox import messages as msg
+
+    slow = EXAMPLE_TASK.replace("def get_inputs():\n", "def get_inputs():\n    import time\n    time.sleep(0.5)\n")
+    s = VerifySettings()
+    pool = Pool()
+    key = (1, s.memory_limit_mb, False, "slow task")
+    start = msg.RefStart(slow, "float32", 1, 2, s.correctness_trials, 1)
+    try:
+        sites = [ReferenceSite(1, s.memory_limit_mb) for _ in range(2)]
+        assert all(site.wait_ready(time.monotonic() + 120) for site in sites)
+        pool.keep(sites[0], key)  # the task's first verification: held, not primed
+        pool.keep(sites[1], key, lambda: (5, True, start))
+        assert pool.primed_seed(key) == 5
+        with pool.paused() as stopped:
+            assert stopped == 1 and _state(sites[1].process.pid()) in ("T", "t")
+            time.sleep(0.6)
+        primed = pool.take_primed(key, start)
+        assert primed is not None and primed.site is sites[1] and pool.primed_seed(key) is None
+        primed.reference.wait_done(time.monotonic() + 120)
+        assert not primed.reference.error and len(primed.reference.trials) == len(primed.reference.trials) > 0
+        primed.site.close()
     finally:
         pool.close()

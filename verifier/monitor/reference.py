@@ -90,6 +90,14 @@ class Reference:
             raise ReferenceFailed(self.error or "the reference worker did not build the task in time")
         return self.init
 
+    def done(self) -> bool:
+        """Whether the worker sent every trial (or failed)."""
+        return self._done.is_set()
+
+    def held_bytes(self) -> int:
+        """The bytes of the reference outputs (and float64 corrections) this monitor holds."""
+        return sum(a.nbytes for _, r in self.trials.values() for a in (*r.arrays, *r.fp64.corrections))
+
     def wait_done(self, deadline: float) -> None:
         self._done.wait(max(0.0, deadline - time.monotonic()))
         self._thread.join(timeout=1.0)

@@ -29,7 +29,7 @@ from verifier.monitor import compile_phase, timing
 from verifier.monitor.builds import BuildLimits, BuildService
 from verifier.monitor.correctness_phase import IntegrityProblem, Peers, correctness
 from verifier.monitor.peers import PeerFailure
-from verifier.monitor.pool import POOL
+from verifier.monitor.pool import POOL, PRIMED_BYTES
 from verifier.monitor.reference import Reference, ReferenceFailed, task_key
 from verifier.monitor.sites import RunnerSite, RunnerSpec
 from verifier.monitor.cpu_sampler import PERIOD_NS, SPARSE_PERIOD_NS, CpuSampler
@@ -42,7 +42,7 @@ from verifier.sandbox import messages as msg
 from verifier.sandbox.arena import Arena, align
 from verifier.sandbox.channel import ChannelError
 from verifier.sandbox.inputs_plan import plan as trial_plan
-from verifier.seeds import derive_seed
+from verifier.seeds import derive_seed, new_master_seed
 from verifier.settings import VerifySettings
 
 STARTUP_S = 120.0  # a runner's or reference worker's own start-up on a loaded 2-core machine
@@ -123,18 +123,22 @@ class Session:
         deadline = time.monotonic() + STARTUP_S
         device = self.c.backend.device()
         if self.plan.runs("correctness"):
-            task = task_key(self.c.task_source, self.c.task.dtype)
-            self._held_as = (s.threads, s.memory_limit_mb, device != "cpu", task)
-            site = POOL.reference(*self._held_as[:3], size, self._held_as[3])
+            self._held_as = reference_key(self.c, s)
+            start = reference_start(self.c, s, self.seed)
+            primed = POOL.take_primed(self._held_as, start)
+            site = primed.site if primed is not None else POOL.reference(*self._held_as[:3], size, self._held_as[3])
             self._sites.append(site)
             self._reference_site = site
-            try:
-                site.wait_ready(deadline)
-            except ChannelError as exc:
-                raise InfrastructureError(f"the reference worker did not start: {exc}; {site.process.log_tail()}") from None
-            start = msg.RefStart(self.c.task_source, self.c.task.dtype, derive_seed(self.seed, "init"),
-                                 derive_seed(self.seed, "inputs"), s.correctness_trials, s.threads, device)
-            self.reference = Reference(site.process, start, deadline + s.timeout_s + s.compile_timeout_s)
+            if primed is not None:
+                self.reference = primed.reference
+                self.facts = replace(self.facts, reference_primed=True)
+            else:
+                try:
+                    site.wait_ready(deadline)
+                except ChannelError as exc:
+                    raise InfrastructureError(f"the reference worker did not start: {exc}; "
+                                              f"{site.process.log_tail()}") from None
+                self.reference = Reference(site.process, start, deadline + s.timeout_s + s.compile_timeout_s)
         backend = self.c.backend
         spec = RunnerSpec(self.c.backend_name or backend.name, s.threads, s.memory_limit_mb, s.file_size_limit_mb, backend.runner_python(),
                           self.observer, tuple(backend.sandbox_paths()), backend.device() != "cpu", backend.device())
@@ -279,12 +283,31 @@ class Session:
             self.outside = None
         for site in self._sites:
             if reuse and site is self._reference_site and self.reference is not None and self.reference.release():
-                POOL.keep(site, self._held_as)
+                POOL.keep(site, self._held_as, self._next if self.reference.held_bytes() <= PRIMED_BYTES else None)
             else:
                 site.close()
         for arena in self._arenas:
             arena.close()
         self._sites, self._arenas = [], []
+
+
+    def _next(self) -> tuple[int, bool, msg.RefStart]:
+        """The master seed of this task's next verification as prepare() will choose it (the settings'
+        fixed seed, else a fresh secret one: then True), and its RefStart (verifier.monitor.pool: priming)."""
+        fixed = self.settings.seed
+        seed = fixed if fixed is not None else new_master_seed()
+        return seed, fixed is None, reference_start(self.c, self.settings, seed)
+
+
+def reference_key(c: Candidate, s: VerifySettings) -> tuple[int, int, bool, str]:
+    """Which held reference worker can serve ``c``'s verification (verifier.monitor.pool)."""
+    return s.threads, s.memory_limit_mb, c.backend.device() != "cpu", task_key(c.task_source, c.task.dtype)
+
+
+def reference_start(c: Candidate, s: VerifySettings, seed: int) -> msg.RefStart:
+    """What the reference worker is handed for ``c``'s verification under master seed ``seed``."""
+    return msg.RefStart(c.task_source, c.task.dtype, derive_seed(seed, "init"), derive_seed(seed, "inputs"),
+                        s.correctness_trials, s.threads, c.backend.device())
 
 
 def _note(gate: GateResult) -> str:
