@@ -18,7 +18,28 @@ LINK_ERROR = EXAMPLE_CANDIDATE.replace('load_c(SOURCE, {"linear_relu"', 'load_c(
 
 
 def _readers() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if "_collect_references" in t.name and t.is_alive()]
+    """The reference readers (verifier.monitor.reference.Reference._collect) still running, but for the one
+    of a worker primed for the next verification (verifier.monitor.pool: it reads that worker's own channel)."""
+    from verifier.monitor.pool import POOL
+
+    with POOL._lock:
+        primed = {p.reference._thread for p in POOL._primed.values()}
+    return [t for t in threading.enumerate() if t.name.endswith("(_collect)") and t.is_alive() and t not in primed]
+
+
+def test_the_reader_check_sees_a_reader():
+    """_readers() finds a reader thread by its name (it once looked for a name no thread had any more)."""
+    from verifier.monitor.reference import Reference
+
+    stop = threading.Event()
+    reader = threading.Thread(target=Reference._collect, args=(None, None), daemon=True)
+    reader.run = stop.wait  # the name is the real one's; the body only waits
+    reader.start()
+    try:
+        assert _readers() == [reader]
+    finally:
+        stop.set()
+        reader.join(5)
 
 
 def test_early_failure_leaves_no_reader_and_the_next_verification_is_intact(tmp_path, verify_cache):
