@@ -9,9 +9,13 @@ floor and the A/A noise floor: benchmarks.timing_floor.
 
 ``--gap-s S`` waits S seconds between verifications, as a campaign's LLM call does: spares still booting
 when a latency phase begins are stopped until it ends (verifier.monitor.pool.paused), so back to back
-(no gap) the next verification waits for its runner at its start, and with a gap it does not.
+(no gap) the next verification waits for its runner at its start, and with a gap it does not. From the
+third verification of a task on, its reference worker was primed with that verification's trials when
+the one before ended (verifier.monitor.pool): "second" is the verification that reused the worker as it
+was, "primed" the median of those that found it primed. ``--scale 1`` verifies at the bundled sizes,
+where the reference's trials cost seconds (the default, 4, divides the batch and dim by 4).
 
-Run: .venv/bin/python -m benchmarks.verify_speed [--repeats 3] [--rounds 30] [--gap-s 0]
+Run: .venv/bin/python -m benchmarks.verify_speed [--repeats 3] [--rounds 30] [--gap-s 0] [--scale 4]
 """
 
 from __future__ import annotations
@@ -66,9 +70,9 @@ CASES = {  # bundled problem -> honest candidate
 SCALE = 4
 
 
-def bundled_task(name: str) -> TaskSpec:
+def bundled_task(name: str, scale: int = SCALE) -> TaskSpec:
     source = (PROBLEMS / f"{name}.py").read_text()
-    source = re.sub(r"^(batch_size|dim) = (\d+)$", lambda m: f"{m.group(1)} = {max(1, int(m.group(2)) // SCALE)}",
+    source = re.sub(r"^(batch_size|dim) = (\d+)$", lambda m: f"{m.group(1)} = {max(1, int(m.group(2)) // scale)}",
                     source, flags=re.M)
     return TaskSpec(task_id=f"L1/{name}", level=1, category="bench", name=name, variant="cpu", dtype="float32",
                     source=source, source_sha256=hashlib.sha256(source.encode()).hexdigest(), atol=1e-4, rtol=1e-4,
@@ -80,7 +84,7 @@ def per_gate(verdict) -> dict[str, float]:
     return {g.name: g.seconds for g in verdict.gates}
 
 
-def bench_verify(repeats: int, rounds: int, gap_s: float = 0.0) -> dict:
+def bench_verify(repeats: int, rounds: int, gap_s: float = 0.0, scale: int = SCALE) -> dict:
     """Per task: a fresh process verifies the candidate ``repeats + 1`` times in a row (as a campaign
     does); "first" is the first verification, "next" the median of the others."""
     import subprocess
@@ -89,15 +93,16 @@ def bench_verify(repeats: int, rounds: int, gap_s: float = 0.0) -> dict:
     out = {}
     for name in CASES:
         proc = subprocess.run([sys.executable, "-m", "benchmarks.verify_speed", "--one", name, "--repeats", str(repeats),
-                               "--rounds", str(rounds), "--gap-s", str(gap_s)], capture_output=True, text=True, timeout=3600)
+                               "--rounds", str(rounds), "--gap-s", str(gap_s), "--scale", str(scale)],
+                              capture_output=True, text=True, timeout=3600)
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr[-2000:])
         out[name] = json.loads(proc.stdout.strip().splitlines()[-1])
     return out
 
 
-def _one(name: str, repeats: int, rounds: int, gap_s: float = 0.0) -> dict:
-    task, candidate = bundled_task(name), CASES[name]
+def _one(name: str, repeats: int, rounds: int, gap_s: float = 0.0, scale: int = SCALE) -> dict:
+    task, candidate = bundled_task(name, scale), CASES[name]
     rows = []
     with tempfile.TemporaryDirectory() as cache:
         settings = VerifySettings(cache_dir=Path(cache), latency_rounds=rounds)
@@ -110,9 +115,15 @@ def _one(name: str, repeats: int, rounds: int, gap_s: float = 0.0) -> dict:
             assert verdict.passed, verdict.feedback
             spent = asdict(verdict.latency.time) if verdict.latency.time else {}
             rows.append({"total": total, **per_gate(verdict), "build": verdict.facts.compile_s,
+                         "primed": float(verdict.facts.reference_primed),
                          "speedup": verdict.latency.speedup, **{f"latency {k[:-2]}": v for k, v in spent.items()}})
     first, rest = rows[0], rows[1:]
-    return {"first": first, "next": {k: statistics.median(r[k] for r in rest) for k in rest[0]}}
+    median = lambda group: {k: statistics.median(r[k] for r in group) for k in group[0]}  # noqa: E731
+    out = {"first": first, "next": median(rest), "second": rest[0]}
+    primed = [r for r in rest if r["primed"]]
+    if primed:
+        out["primed"] = median(primed)
+    return out
 
 
 def bench_compile(repeats: int) -> dict:
@@ -139,25 +150,27 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=VerifySettings().latency_rounds)
     parser.add_argument("--gap-s", type=float, default=0.0, help="seconds between verifications (an LLM call)")
+    parser.add_argument("--scale", type=int, default=SCALE, help="divide the bundled batch and dim by this (1: as bundled)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # one task's sequence, in its own process
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(_one(args.one, args.repeats, args.rounds, args.gap_s)))
+        print(json.dumps(_one(args.one, args.repeats, args.rounds, args.gap_s, args.scale)))
         return
     print("note: timings on a shared, loaded 2-core machine are noisy")
     compile_s = bench_compile(args.repeats)
     print("fast-loader compile (s, median):", json.dumps({k: round(v, 3) for k, v in compile_s.items()}))
-    verify_s = bench_verify(args.repeats, args.rounds, args.gap_s)
-    print(f"verify seconds per candidate ({args.rounds} latency rounds; 'next': median of {args.repeats} "
-          f"verifications after the first, in the same process, {args.gap_s:g} s apart):")
+    verify_s = bench_verify(args.repeats, args.rounds, args.gap_s, args.scale)
+    print(f"verify seconds per candidate (sizes / {args.scale}; {args.rounds} latency rounds; 'next': median of "
+          f"{args.repeats} verifications after the first, in the same process, {args.gap_s:g} s apart; 'second': "
+          f"the first of them, 'primed': those whose reference worker was primed):")
     for name, modes in verify_s.items():
         for mode, row in modes.items():
             gates = " ".join(f"{k}={v:.2f}" for k, v in row.items()
-                             if k not in ("total", "speedup", "build") and not k.startswith("latency "))
+                             if k not in ("total", "speedup", "build", "primed") and not k.startswith("latency "))
             gates += f"; of which the build itself {row['build']:.2f} s"
-            print(f"  {name:16s} {mode:5s}: total {row['total']:.2f} s ({gates}); speedup {row['speedup']:.2f}x")
+            print(f"  {name:16s} {mode:6s}: total {row['total']:.2f} s ({gates}); speedup {row['speedup']:.2f}x")
             split = ", ".join(f"{k[8:]} {v:.2f}" for k, v in row.items() if k.startswith("latency "))
-            print(f"  {'':16s} {'':5s}  latency gate: {split} s")
+            print(f"  {'':16s} {'':6s}  latency gate: {split} s")
     nexts = [modes["next"]["total"] for modes in verify_s.values()]
     print(f"median seconds per verification after the first: {statistics.median(nexts):.2f}")
 
