@@ -119,7 +119,7 @@ class Pool:
             with self._lock:
                 dropped, self._primed = list(self._primed.values()), {key: primed}
             for old in dropped:
-                self._close(old.site)
+                self._close(old)
             return
         with self._lock:
             self._used.append((key, site))
@@ -142,14 +142,16 @@ class Pool:
         if primed is None:
             return None
         if primed.start != start or primed.reference.error or not primed.site.process.alive():
-            self._close(primed.site)
+            self._close(primed)
             return None
         self._resume(primed.site)
         return primed
 
-    def _close(self, site) -> None:
-        self._resume(site)
-        site.close()
+    def _close(self, primed: Primed) -> None:
+        """A primed worker closed: continued if a paused() block stopped it, its reader ended first."""
+        self._resume(primed.site)
+        primed.reference.detach()
+        primed.site.close()
 
     def _refill(self, table: dict, key, size: int, make) -> None:
         """Keep ``size`` spares for ``key``; spares booted for any other key are closed (a process keeps
@@ -231,8 +233,11 @@ class Pool:
 
     def close(self) -> None:
         with self._lock:
-            sites = self._held()
+            primed = list(self._primed.values())
+            sites = [s for s in self._held() if not any(s is p.site for p in primed)]
             self._runners, self._references, self._used, self._primed = {}, {}, [], {}
+        for old in primed:
+            self._close(old)
         for site in sites:
             self._resume(site)
             site.close()

@@ -26,6 +26,7 @@ from verifier.sandbox.values import layouts_in
 
 MAX_TRIAL = 1 << 31
 RELEASE_S = 10.0  # the worker's answer to Stop (it drops the verification's tensors and unmaps its arena)
+READER_STOP_S = 5.0  # the reader's last read after its worker was killed (it sees the end of the channel)
 
 
 class ReferenceFailed(RuntimeError):
@@ -89,6 +90,14 @@ class Reference:
         if self.init is None:
             raise ReferenceFailed(self.error or "the reference worker did not build the task in time")
         return self.init
+
+    def detach(self) -> None:
+        """Before the worker's channel is closed: the worker killed and this reader ended (it reads the end
+        of the channel). A reader still blocked on a descriptor closed under it can wake up reading what
+        the next verification in this process gets under the same number (garbage frames, lost
+        reference outputs, when a campaign verifies back to back)."""
+        self.process.kill()
+        self._thread.join(timeout=READER_STOP_S)
 
     def done(self) -> bool:
         """Whether the worker sent every trial (or failed)."""

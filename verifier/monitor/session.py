@@ -284,8 +284,10 @@ class Session:
         for site in self._sites:
             if reuse and site is self._reference_site and self.reference is not None and self.reference.release():
                 POOL.keep(site, self._held_as, self._next if self.reference.held_bytes() <= PRIMED_BYTES else None)
-            else:
-                site.close()
+                continue
+            if site is self._reference_site and self.reference is not None:
+                self.reference.detach()
+            site.close()
         for arena in self._arenas:
             arena.close()
         self._sites, self._arenas = [], []
