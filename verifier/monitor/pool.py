@@ -233,9 +233,9 @@ class Pool:
 
     def close(self) -> None:
         with self._lock:
-            primed = list(self._primed.values())
-            sites = [s for s in self._held() if not any(s is p.site for p in primed)]
-            self._runners, self._references, self._used, self._primed = {}, {}, [], {}
+            primed, self._primed = list(self._primed.values()), {}
+            sites = self._held()
+            self._runners, self._references, self._used = {}, {}, []
         for old in primed:
             self._close(old)
         for site in sites:
