@@ -82,6 +82,7 @@ class SessionFacts:
     skipped_trials: int = 0  # correctness trials whose reference is non-finite for that distribution
     isolation: str = ""  # how the sandbox processes were confined (e.g. "landlock abi 7, uid 64000")
     reference_primed: bool = False  # the reference worker had computed this verification's trials beforehand
+    timed_inputs_drawn: str = ""  # with what the timed calls' inputs were drawn (verifier.sandbox.fast_fill)
 
 
 @dataclass(frozen=True)

@@ -139,6 +139,8 @@ class Session:
                     raise InfrastructureError(f"the reference worker did not start: {exc}; "
                                               f"{site.process.log_tail()}") from None
                 self.reference = Reference(site.process, start, deadline + s.timeout_s + s.compile_timeout_s)
+            if site.ready is not None:
+                self.facts = replace(self.facts, timed_inputs_drawn=site.ready.draw)
         backend = self.c.backend
         spec = RunnerSpec(self.c.backend_name or backend.name, s.threads, s.memory_limit_mb, s.file_size_limit_mb, backend.runner_python(),
                           self.observer, tuple(backend.sandbox_paths()), backend.device() != "cpu", backend.device())

@@ -25,7 +25,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from verifier.sandbox import isolation, messages as msg
+from verifier.sandbox import fast_fill, isolation, messages as msg
 from verifier.sandbox.arena import Arena
 from verifier.sandbox.observer import PAGE_BYTES, ObserverPage
 from verifier.sandbox.spawn import Sandboxed, clean_env
@@ -115,10 +115,12 @@ class ReferenceSite(Site):
 
     def __init__(self, threads: int, memory_mb: int, devices: bool = False) -> None:
         super().__init__("reference", "evokernel-reference-")
-        policy, import_root = self.policy(devices=devices, memory_mb=memory_mb, threads=threads)
+        fill, _why = fast_fill.library()  # the timed sets' random fills (without it: torch's generator)
+        read = (str(fill.parent),) if fill else ()
+        policy, import_root = self.policy(read=read, devices=devices, memory_mb=memory_mb, threads=threads)
         env = clean_env(threads, self.work, import_root, devices)
-        self.process = Sandboxed([sys.executable, "-m", "verifier.sandbox.reference_worker", "{channel}", str(threads)],
-                                 policy, self.work, env)
+        self.process = Sandboxed([sys.executable, "-m", "verifier.sandbox.reference_worker", "{channel}", str(threads),
+                                  str(fill or "")], policy, self.work, env)
 
 
 class BuilderSite(Site):

@@ -2,7 +2,9 @@
 
 A timed window needs a fresh input set for every call, and the task's ``get_inputs()`` draws them with
 torch's random functions at ~5 ns an element on this machine, ten times what a memory-bound kernel
-takes to read them: drawing is most of what a verification costs. Every side is stopped while the
+takes to read them: drawing was most of what a verification cost. The common random calls (``randn``,
+``rand``, their ``_like`` forms, ``normal_``, ``uniform_`` on float tensors) now draw from a native fill
+(verifier.sandbox.fast_fill, ~1.5 ns an element) where the worker could load it. Every side is stopped while the
 drawer draws, so both CPUs are free; but every random function draws from torch's one global
 generator, under its lock, so two threads calling ``get_inputs()`` would take turns. Here each timed
 set is drawn under a :class:`OwnGenerator` mode (a ``TorchFunctionMode``, local to its thread), which
@@ -28,6 +30,8 @@ from typing import Callable
 import torch
 from torch.overrides import TorchFunctionMode
 
+from verifier.sandbox.fast_fill import Fill, call_seed, stand_in
+
 THREADS = 2
 
 _T = torch.Tensor
@@ -39,15 +43,24 @@ RANDOM = frozenset({  # every torch function that draws from a generator and tak
 
 
 class OwnGenerator(TorchFunctionMode):
-    """Random functions called without a generator get ``generator`` (this thread only)."""
+    """Random functions called without a generator get ``generator`` (this thread only); with ``fill``
+    (verifier.sandbox.fast_fill), the calls it stands in for draw from it instead, each random call from
+    a stream of its own derived from the generator's seed."""
 
-    def __init__(self, generator: torch.Generator) -> None:
+    def __init__(self, generator: torch.Generator, fill: Fill | None = None) -> None:
         super().__init__()
         self.generator = generator
+        self.fill = fill
+        self.calls = 0
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = dict(kwargs or {})
         if func in RANDOM and kwargs.get("generator") is None:
+            if self.fill is not None:
+                self.calls += 1
+                out = stand_in(self.fill, func, args, kwargs, call_seed(self.generator.initial_seed(), self.calls))
+                if out is not None:
+                    return out
             kwargs["generator"] = self.generator
         return func(*args, **kwargs)
 
@@ -66,7 +79,8 @@ class Drawers:
         return trial_results, [future.result() for future in [self.pool.submit(job) for job in timed]]
 
 
-def timed_set(get_inputs: Callable[[], list], seed: int) -> list:
-    """``get_inputs()`` with every random call drawing from a generator of its own, seeded ``seed``."""
-    with OwnGenerator(torch.Generator().manual_seed(seed)):
+def timed_set(get_inputs: Callable[[], list], seed: int, fill: Fill | None = None) -> list:
+    """``get_inputs()`` with every random call drawing from a generator of its own, seeded ``seed`` (and
+    with ``fill`` where it stands in for the call)."""
+    with OwnGenerator(torch.Generator().manual_seed(seed), fill):
         return list(get_inputs())

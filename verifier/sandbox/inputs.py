@@ -64,14 +64,14 @@ def make_inputs(problem: Problem, seed: int, trial: Trial) -> list:
     return [redraw(x, trial.distribution, gen) for x in raw]
 
 
-def timed_inputs(problem: Problem, seed: int, index: int) -> list:
+def timed_inputs(problem: Problem, seed: int, index: int, fill=None) -> list:
     """A timed call's inputs: the task's own ``get_inputs()``, its random calls drawing from a generator
     of their own seeded from (``seed``, ``index``) (verifier.sandbox.drawing: sets drawn on two threads
-    at once), floats cast to the task's dtype."""
+    at once; ``fill``: verifier.sandbox.fast_fill's library, where loaded), floats cast to the task's dtype."""
     from verifier.sandbox.drawing import timed_set
 
     return [instantiate.cast(x, problem.dtype)
-            for x in timed_set(problem.module.get_inputs, derive_seed(seed, "inputs", index))]
+            for x in timed_set(problem.module.get_inputs, derive_seed(seed, "inputs", index), fill)]
 
 
 def perturb_in_place(inputs: list, seed: int, fraction: float = PERTURB_FRACTION, tag: str = "perturb") -> None:

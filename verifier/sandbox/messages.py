@@ -43,6 +43,7 @@ class Ready:
     seccomp_off: str  # why not, when not
     threads: int  # OS threads of the runner before candidate code (the baseline)
     observer: str  # "native" | "python"
+    draw: str = ""  # a reference worker's timed inputs: "native fill" | "torch's generator" (verifier.sandbox.fast_fill)
 
 
 @dataclass(frozen=True)

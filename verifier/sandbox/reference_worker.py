@@ -56,8 +56,9 @@ def trivial_errors(ref: np.ndarray, inputs: list) -> dict[str, float]:
 
 
 class Worker:
-    def __init__(self, channel: Channel) -> None:
+    def __init__(self, channel: Channel, fill=None) -> None:
         self.channel = channel
+        self.fill = fill  # verifier.sandbox.fast_fill.Fill for the timed sets, or None (torch's generator)
         self.arena: Arena | None = None
         self._drawers = None  # the drawing threads (verifier.sandbox.drawing), started by the first Draw
         self._finisher: ThreadPoolExecutor | None = None  # finishes and sends the trials (started by the first)
@@ -217,7 +218,7 @@ class Worker:
             inputs = self.trial_inputs.get(trial)
             self.trial_inputs.served(trial)
             return inputs
-        return self.inp.timed_inputs(self.problem, derive_seed(self.cfg.input_seed, "timing"), index)
+        return self.inp.timed_inputs(self.problem, derive_seed(self.cfg.input_seed, "timing"), index, self.fill)
 
 
 def _one_thread() -> None:
@@ -260,13 +261,14 @@ def main(argv: list[str]) -> int:
 
     torch.set_num_threads(int(argv[2]))
     torch.set_num_interop_threads(1)
-    from verifier.sandbox import fp64_reference, inputs, seccomp, torch_values, values, workload  # noqa: F401
+    from verifier.sandbox import fast_fill, fp64_reference, inputs, seccomp, torch_values, values, workload  # noqa: F401
 
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.getcwd())
+    fill = fast_fill.load(argv[3]) if len(argv) > 3 else None  # before the filter: loading maps a library
     on = seccomp.install(seccomp.RUNNER)
-    worker = Worker(Channel.from_fd(int(argv[1])))
+    worker = Worker(Channel.from_fd(int(argv[1])), fill)
     worker.send(msg.Ready(on, "" if on else "no seccomp filter on this platform", len(os.listdir("/proc/self/task")),
-                          "none"))
+                          "none", "native fill" if fill is not None else "torch's generator"))
     while True:  # one verification after another while the monitor reuses the worker for the same task
         worker.start()
         if not worker.serve():
