@@ -26,6 +26,7 @@ from typing import Callable
 
 import numpy as np
 
+from verifier.monitor import copying
 from verifier.monitor.freeze import hold, release, settle
 from verifier.monitor.ledger import Ledger, TurnAccount, account, page_faults
 from verifier.monitor.peers import Answer, PeerFailure, empty, run, stage
@@ -164,7 +165,7 @@ class Rounds:
         if self._buffer.size < size:
             self._buffer = np.empty(size, np.uint8)
         self.inputs = self._buffer[:size]
-        np.copyto(self.inputs, np.frombuffer(self.drawer.arena.map, np.uint8, size))
+        copying.copy(self.inputs, np.frombuffer(self.drawer.arena.map, np.uint8, size))
         self.spent.drawing += time.perf_counter() - started
         return specs
 
@@ -184,7 +185,7 @@ class Rounds:
                 release(pid)
                 self._stage(side, specs, deadline, during)
                 hold(pid)
-            np.copyto(np.frombuffer(side.arena.map, np.uint8, self.inputs.size), self.inputs)
+            copying.copy(np.frombuffer(side.arena.map, np.uint8, self.inputs.size), self.inputs)
             faulted = page_faults(pid)
             with outside.watching() if outside is not None else nullcontext() as watched:
                 release(pid)
