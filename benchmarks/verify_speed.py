@@ -14,8 +14,11 @@ third verification of a task on, its reference worker was primed with that verif
 the one before ended (verifier.monitor.pool): "second" is the verification that reused the worker as it
 was, "primed" the median of those that found it primed. ``--scale 1`` verifies at the bundled sizes,
 where the reference's trials cost seconds (the default, 4, divides the batch and dim by 4).
+``--torch-draw`` draws the timed calls' inputs with torch's generator instead of the native fill
+(verifier.sandbox.fast_fill; ``EVOKERNEL_TORCH_DRAW=1``), as before it existed: the two runs side by side
+show what the fill changes.
 
-Run: .venv/bin/python -m benchmarks.verify_speed [--repeats 3] [--rounds 30] [--gap-s 0] [--scale 4]
+Run: .venv/bin/python -m benchmarks.verify_speed [--repeats 3] [--rounds 30] [--gap-s 0] [--scale 4] [--torch-draw]
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import re
 import statistics
 import tempfile
@@ -33,6 +37,7 @@ from pathlib import Path
 from kernelbench_npu.spec import TaskSpec
 from verifier import cpu_native
 from verifier.api import verify
+from verifier.sandbox import fast_fill
 from verifier.settings import VerifySettings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -84,7 +89,7 @@ def per_gate(verdict) -> dict[str, float]:
     return {g.name: g.seconds for g in verdict.gates}
 
 
-def bench_verify(repeats: int, rounds: int, gap_s: float = 0.0, scale: int = SCALE) -> dict:
+def bench_verify(repeats: int, rounds: int, gap_s: float = 0.0, scale: int = SCALE, torch_draw: bool = False) -> dict:
     """Per task: a fresh process verifies the candidate ``repeats + 1`` times in a row (as a campaign
     does); "first" is the first verification, "next" the median of the others."""
     import subprocess
@@ -92,9 +97,10 @@ def bench_verify(repeats: int, rounds: int, gap_s: float = 0.0, scale: int = SCA
 
     out = {}
     for name in CASES:
+        env = {**os.environ, fast_fill.OFF_ENV: "1" if torch_draw else ""}
         proc = subprocess.run([sys.executable, "-m", "benchmarks.verify_speed", "--one", name, "--repeats", str(repeats),
                                "--rounds", str(rounds), "--gap-s", str(gap_s), "--scale", str(scale)],
-                              capture_output=True, text=True, timeout=3600)
+                              capture_output=True, text=True, timeout=3600, env=env)
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr[-2000:])
         out[name] = json.loads(proc.stdout.strip().splitlines()[-1])
@@ -116,7 +122,7 @@ def _one(name: str, repeats: int, rounds: int, gap_s: float = 0.0, scale: int = 
             spent = asdict(verdict.latency.time) if verdict.latency.time else {}
             rows.append({"total": total, **per_gate(verdict), "build": verdict.facts.compile_s,
                          "primed": float(verdict.facts.reference_primed),
-                         "speedup": verdict.latency.speedup, **{f"latency {k[:-2]}": v for k, v in spent.items()}})
+                         "speedup": verdict.latency.speedup, "calls": float(verdict.latency.calls_per_window), **{f"latency {k[:-2]}": v for k, v in spent.items()}})
     first, rest = rows[0], rows[1:]
     median = lambda group: {k: statistics.median(r[k] for r in group) for k in group[0]}  # noqa: E731
     out = {"first": first, "next": median(rest), "second": rest[0]}
@@ -151,6 +157,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=VerifySettings().latency_rounds)
     parser.add_argument("--gap-s", type=float, default=0.0, help="seconds between verifications (an LLM call)")
     parser.add_argument("--scale", type=int, default=SCALE, help="divide the bundled batch and dim by this (1: as bundled)")
+    parser.add_argument("--torch-draw", action="store_true", help="draw timed inputs with torch's generator (as before the fill)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # one task's sequence, in its own process
     args = parser.parse_args()
     if args.one:
@@ -159,16 +166,18 @@ def main() -> None:
     print("note: timings on a shared, loaded 2-core machine are noisy")
     compile_s = bench_compile(args.repeats)
     print("fast-loader compile (s, median):", json.dumps({k: round(v, 3) for k, v in compile_s.items()}))
-    verify_s = bench_verify(args.repeats, args.rounds, args.gap_s, args.scale)
-    print(f"verify seconds per candidate (sizes / {args.scale}; {args.rounds} latency rounds; 'next': median of "
+    verify_s = bench_verify(args.repeats, args.rounds, args.gap_s, args.scale, args.torch_draw)
+    drawn = "torch's generator" if args.torch_draw else "the native fill"
+    print(f"verify seconds per candidate (sizes / {args.scale}; timed inputs drawn with {drawn}; {args.rounds} latency rounds; 'next': median of "
           f"{args.repeats} verifications after the first, in the same process, {args.gap_s:g} s apart; 'second': "
           f"the first of them, 'primed': those whose reference worker was primed):")
     for name, modes in verify_s.items():
         for mode, row in modes.items():
             gates = " ".join(f"{k}={v:.2f}" for k, v in row.items()
-                             if k not in ("total", "speedup", "build", "primed") and not k.startswith("latency "))
+                             if k not in ("total", "speedup", "build", "primed", "calls") and not k.startswith("latency "))
             gates += f"; of which the build itself {row['build']:.2f} s"
-            print(f"  {name:16s} {mode:6s}: total {row['total']:.2f} s ({gates}); speedup {row['speedup']:.2f}x")
+            print(f"  {name:16s} {mode:6s}: total {row['total']:.2f} s ({gates}); speedup {row['speedup']:.2f}x, "
+                  f"{row['calls']:.0f} calls a window")
             split = ", ".join(f"{k[8:]} {v:.2f}" for k, v in row.items() if k.startswith("latency "))
             print(f"  {'':16s} {'':6s}  latency gate: {split} s")
     nexts = [modes["next"]["total"] for modes in verify_s.values()]

@@ -33,7 +33,9 @@ class VerifySettings:
     window_ms: float = 40.0  # a window holds as many calls as the faster side needs to fill this (the first
     # call after a side is continued runs slower than the next ones: GELU 2.15 ms plain read 3-8 ms alone)
     min_window_ms: float = 10.0  # ... unless drawing the window's fresh inputs would take more than
-    draw_ms_per_round: float = 60.0  # this a round: then fewer calls, never a window shorter than min_window_ms
+    draw_ms_per_round: float = 20.0  # this a round: then fewer calls, never a window shorter than min_window_ms
+    # (20 ms of the native fill hold the calls 60 ms of torch's generator did: longer windows bought no
+    # fidelity, benchmarks.timing_fidelity on the ten fastest kernels, so the fill is spent on speed)
     # (each window starts colder than a user's loop: ~0.5-1 ms more, verifier.monitor.window_size)
     max_calls_per_window: int = 256
     warmup_rounds: int = 1  # untimed rounds after the calibration round (outputs checked all the same)
