@@ -15,8 +15,8 @@ the one before ended (verifier.monitor.pool): "second" is the verification that 
 was, "primed" the median of those that found it primed. ``--scale 1`` verifies at the bundled sizes,
 where the reference's trials cost seconds (the default, 4, divides the batch and dim by 4).
 ``--torch-draw`` draws the timed calls' inputs with torch's generator instead of the native fill
-(verifier.sandbox.fast_fill; ``EVOKERNEL_TORCH_DRAW=1``), as before it existed: the two runs side by side
-show what the fill changes.
+(verifier.sandbox.fast_fill; ``EVOKERNEL_TORCH_DRAW=1``) and its 60 ms budget a round, as before the
+fill existed: the two runs side by side show what the fill changes.
 
 Run: .venv/bin/python -m benchmarks.verify_speed [--repeats 3] [--rounds 30] [--gap-s 0] [--scale 4] [--torch-draw]
 """
@@ -73,6 +73,7 @@ CASES = {  # bundled problem -> honest candidate
     "013_softmax": (FIXTURES / "honest_softmax_stable.py").read_text(),
 }
 SCALE = 4
+TORCH_DRAW_MS = 60.0  # draw_ms_per_round before the native fill (--torch-draw)
 
 
 def bundled_task(name: str, scale: int = SCALE) -> TaskSpec:
@@ -112,6 +113,8 @@ def _one(name: str, repeats: int, rounds: int, gap_s: float = 0.0, scale: int = 
     rows = []
     with tempfile.TemporaryDirectory() as cache:
         settings = VerifySettings(cache_dir=Path(cache), latency_rounds=rounds)
+        if os.environ.get(fast_fill.OFF_ENV):  # as before the fill: torch's generator with its 60 ms a round
+            settings = settings.with_(draw_ms_per_round=TORCH_DRAW_MS)
         for i in range(repeats + 1):
             if i:
                 time.sleep(gap_s)  # a campaign's LLM call between two verifications
