@@ -105,7 +105,9 @@ def test_a_timed_set_drawn_with_the_fill_is_its_seeds_on_any_thread_and_leaves_t
     # the calls it does not stand in for drew from the set's own generator, in order, and only they did
     own = torch.Generator().manual_seed(0)
     assert torch.equal(idx, torch.randint(0, 10, (5,), generator=own))
+    assert torch.equal(half, torch.rand(8, 8, dtype=torch.float16, generator=own))
     assert torch.equal(double, torch.randn(4, dtype=torch.float64, generator=own))
+    assert torch.equal(shifted, torch.empty(9).normal_(3.0, 0.5, generator=own))  # 9 normals: torch's way
     assert not torch.equal(x, timed_set(_get_inputs, 0)[0])  # randn itself is the fill's
 
 
@@ -113,13 +115,16 @@ def test_what_the_fill_stands_in_for_and_what_it_leaves_to_torch(fill):
     seed = 99
     stood = fast_fill.stand_in
     assert stood(fill, torch.randn, (4, 8), {}, seed).shape == (4, 8)
-    assert stood(fill, torch.rand, ((4,),), {"dtype": torch.bfloat16}, seed).dtype == torch.bfloat16
+    assert stood(fill, torch.rand, ((4,),), {"dtype": torch.float32}, seed).dtype == torch.float32
     assert stood(fill, torch.randn, (torch.Size([4, 4]),), {"requires_grad": True}, seed).requires_grad
     assert stood(fill, torch.randn_like, (torch.zeros(3, 6),), {}, seed).shape == (3, 6)
     t = torch.zeros(6)
     assert stood(fill, torch.Tensor.uniform_, (t, 5.0, 6.0), {}, seed) is t and float(t.min()) >= 5.0
     # left to torch: float64, integers, out=, a non-contiguous template, a device, a generator's own calls
     assert stood(fill, torch.randn, (3,), {"dtype": torch.float64}, seed) is None
+    assert stood(fill, torch.rand, (64,), {"dtype": torch.float16}, seed) is None  # torch's half grid never reaches 1
+    assert stood(fill, torch.randn, (64,), {"dtype": torch.bfloat16}, seed) is None
+    assert stood(fill, torch.Tensor.uniform_, (torch.zeros(64, dtype=torch.float16),), {}, seed) is None
     assert stood(fill, torch.randint, (0, 5, (3,)), {}, seed) is None
     assert stood(fill, torch.randn, (3,), {"out": torch.empty(3)}, seed) is None
     assert stood(fill, torch.rand_like, (torch.zeros(4, 4).t()[:, :2],), {}, seed) is None

@@ -13,9 +13,10 @@ Only the timed sets use it: the trial plan's sets (the audits, the float64 check
 generator, bit for bit. A timed set's values need only the task's distribution and freshness (a kernel
 must not meet an input it met before), not torch's exact stream, and they stay a function of the set's
 secret seed, whichever thread draws them. What is stood in for (:func:`stand_in`): ``randn``, ``rand``,
-``randn_like``, ``rand_like`` and ``Tensor.normal_`` / ``Tensor.uniform_`` on CPU float32 (float16 and
-bfloat16 drawn as float32, then cast, as a task's float32 draw cast to its dtype is anyway); any other
-call, argument or dtype goes to torch with the set's own generator, as before. Where the library cannot
+``randn_like``, ``rand_like`` and ``Tensor.normal_`` / ``Tensor.uniform_`` on CPU float32 (a task's
+float32 draws are cast to its dtype afterwards, verifier.sandbox.inputs); any other call, argument or
+dtype (float16 and bfloat16 too: torch draws them on coarser grids, never reaching 1.0, which a float32
+value cast would), and normal draws of fewer than 16 elements, go to torch with the set's own generator. Where the library cannot
 be built (no C compiler), every call does.
 
 The library is built once per machine into ``$XDG_CACHE_HOME/evokernel/fill/<key>/`` (the source,
@@ -184,11 +185,11 @@ def _plain_cpu(kwargs: dict) -> bool:
 def _filled(fill: Fill, size: tuple[int, ...], dtype, normal: bool, seed: int):
     import torch
 
-    if dtype not in (torch.float32, torch.float16, torch.bfloat16) or (normal and math.prod(size) < NORMAL_MIN):
+    if dtype != torch.float32 or (normal and math.prod(size) < NORMAL_MIN):
         return None
     out = torch.empty(size, dtype=torch.float32)
     fill.fill(out, normal, seed)
-    return out if dtype == torch.float32 else out.to(dtype)
+    return out
 
 
 def _in_place(fill: Fill, args: tuple, kwargs: dict, normal: bool, seed: int):
@@ -203,22 +204,16 @@ def _in_place(fill: Fill, args: tuple, kwargs: dict, normal: bool, seed: int):
     first, second = values.get(names[0], 0.0), values.get(names[1], 1.0)
     if (not isinstance(tensor, torch.Tensor) or type(tensor) is not torch.Tensor or tensor.device.type != "cpu"
             or tensor.layout != torch.strided or not tensor.is_contiguous() or tensor.requires_grad
-            or tensor.dtype not in (torch.float32, torch.float16, torch.bfloat16)
+            or tensor.dtype != torch.float32
             or not all(type(v) in (int, float) for v in (first, second))):
         return None
     if normal and tensor.numel() < NORMAL_MIN:
         return None
-    if tensor.dtype == torch.float32:
-        drawn = tensor
-        fill.fill(drawn, normal, seed)
-    else:
-        drawn = _filled(fill, tuple(tensor.shape), torch.float32, normal, seed)
+    fill.fill(tensor, normal, seed)
     scale, shift = (second, first) if normal else (second - first, first)
     with torch.no_grad():
         if scale != 1.0:
-            drawn.mul_(scale)
+            tensor.mul_(scale)
         if shift != 0.0:
-            drawn.add_(shift)
-        if drawn is not tensor:
-            tensor.copy_(drawn)
+            tensor.add_(shift)
     return tensor
