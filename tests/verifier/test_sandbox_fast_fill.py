@@ -139,3 +139,12 @@ def test_what_the_fill_stands_in_for_and_what_it_leaves_to_torch(fill):
 def test_an_unloadable_library_leaves_torchs_generator():
     assert fast_fill.load("") is None
     assert fast_fill.load("/nonexistent/fill.so") is None
+
+
+def test_without_a_compiler_or_when_turned_off_there_is_no_library(monkeypatch, tmp_path):
+    monkeypatch.setenv(fast_fill.OFF_ENV, "1")
+    assert fast_fill.library() == (None, f"{fast_fill.OFF_ENV} is set")
+    monkeypatch.setattr(fast_fill.shutil, "which", lambda name: None)
+    assert fast_fill._library(tmp_path / "fresh") == (None, "no C compiler on PATH")
+    assert not (tmp_path / "fresh").exists()
+
