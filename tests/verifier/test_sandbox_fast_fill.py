@@ -148,3 +148,11 @@ def test_without_a_compiler_or_when_turned_off_there_is_no_library(monkeypatch, 
     assert fast_fill._library(tmp_path / "fresh") == (None, "no C compiler on PATH")
     assert not (tmp_path / "fresh").exists()
 
+
+
+def test_the_facts_say_why_the_timed_inputs_were_not_drawn_by_the_fill():
+    from verifier.monitor.session import drawn_with
+
+    assert drawn_with("native fill", "") == "native fill"
+    assert drawn_with("torch's generator", "no C compiler on PATH") == "torch's generator (no C compiler on PATH)"
+    assert drawn_with("torch's generator", "") == "torch's generator (the native fill library could not be loaded)"
