@@ -34,9 +34,10 @@ import os
 import platform
 import shutil
 import subprocess
-import tempfile
 import threading
 from pathlib import Path
+
+from verifier.sandbox import native_build
 
 SOURCE = Path(__file__).parent / "native" / "fill.c"
 OFF_ENV = "EVOKERNEL_TORCH_DRAW"
@@ -73,26 +74,13 @@ def _library(root: Path) -> tuple[Path | None, str]:
         return None, "no C compiler on PATH"
     flags = _flags()
     try:
-        version = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
+        version = native_build.compiler_version(compiler)
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"cannot identify the compiler: {exc}"
     key = hashlib.sha256("\0".join((SOURCE.read_text(), compiler, version, *flags, platform.machine())).encode())
-    target = root / key.hexdigest()[:24] / "fill.so"
-    if target.is_file():
-        return target, ""
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
-            out = Path(tmp) / "fill.so"
-            proc = subprocess.run([compiler, *flags, str(SOURCE), "-o", str(out), "-lm"], capture_output=True,
-                                  text=True, timeout=120)
-            if proc.returncode != 0:
-                return None, "building the fill library failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1][:200]
-            os.chmod(out, 0o755)
-            os.replace(out, target)  # atomic: a concurrent build of the same key loses nothing
-    except (OSError, subprocess.SubprocessError) as exc:
-        return None, f"building the fill library failed: {exc}"
-    return target, ""
+    return native_build.build_once(root / key.hexdigest()[:24] / "fill.so",
+                                   lambda out: [compiler, *flags, str(SOURCE), "-o", str(out), "-lm"],
+                                   "the fill library", 120.0)
 
 
 def library() -> tuple[Path | None, str]:

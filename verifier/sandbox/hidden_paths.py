@@ -12,9 +12,9 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import subprocess
-import tempfile
 from pathlib import Path
+
+from verifier.sandbox import native_build
 
 SOURCE = Path(__file__).resolve().parent / "native" / "hidden_paths.c"
 NAME = "hidden_paths.so"
@@ -26,21 +26,9 @@ def library(cache_root: Path, timeout_s: float = 120.0) -> Path | None:
     if compiler is None:
         return None
     key = hashlib.sha256(SOURCE.read_bytes() + compiler.encode()).hexdigest()[:24]
-    target = Path(cache_root) / "hidden_paths" / key / NAME
-    if target.is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
-        out = Path(tmp) / NAME
-        try:
-            proc = subprocess.run([compiler, "-O2", "-fPIC", "-shared", "-w", str(SOURCE), "-o", str(out), "-ldl"],
-                                  capture_output=True, text=True, timeout=timeout_s)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        if proc.returncode != 0:
-            return None
-        os.chmod(out, 0o755)
-        os.replace(out, target)
+    target, _why = native_build.build_once(Path(cache_root) / "hidden_paths" / key / NAME,
+                                           lambda out: [compiler, "-O2", "-fPIC", "-shared", "-w", str(SOURCE), "-o",
+                                                        str(out), "-ldl"], "the hidden-path shim", timeout_s)
     return target
 
 

@@ -24,15 +24,15 @@ Also the allow-list's only owner: what a native kernel's ``forward`` may dispatc
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 import shutil
 import struct
 import subprocess
-import tempfile
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
+
+from verifier.sandbox import native_build
 
 SOURCE = Path(__file__).parent / "native" / "observer.cpp"
 PAGE_BYTES = 4096
@@ -128,7 +128,7 @@ def torch_package_dir() -> Path | None:
 
 
 def _key(torch_dir: Path, compiler: str) -> str:
-    version = subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
+    version = native_build.compiler_version(compiler)
     lib = torch_dir / "lib" / "libtorch_cpu.so"
     stamp = f"{lib.stat().st_size}:{lib.stat().st_mtime_ns}" if lib.exists() else "?"
     return hashlib.sha256("\0".join((SOURCE.read_text(), str(torch_dir), stamp, version)).encode()).hexdigest()[:24]
@@ -146,22 +146,11 @@ def library(cache_root: Path, timeout_s: float = 300.0) -> tuple[Path | None, st
         target = Path(cache_root) / "observer" / _key(torch_dir, compiler) / "observer.so"
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"cannot identify the compiler: {exc}"
-    if target.is_file():
-        return target, ""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
-        out = Path(tmp) / "observer.so"
-        argv = [compiler, "-O2", "-std=c++20", "-fPIC", "-shared", "-w", f"-I{torch_dir / 'include'}", str(SOURCE),
-                "-o", str(out), f"-L{torch_dir / 'lib'}", "-lc10", "-ltorch_cpu", f"-Wl,-rpath,{torch_dir / 'lib'}"]
-        try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
-        except (OSError, subprocess.SubprocessError) as exc:
-            return None, f"building the observer failed: {exc}"
-        if proc.returncode != 0:
-            return None, "building the observer failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1][:200]
-        os.chmod(out, 0o755)
-        os.replace(out, target)
-    return target, ""
+    return native_build.build_once(
+        target, lambda out: [compiler, "-O2", "-std=c++20", "-fPIC", "-shared", "-w", f"-I{torch_dir / 'include'}",
+                             str(SOURCE), "-o", str(out), f"-L{torch_dir / 'lib'}", "-lc10", "-ltorch_cpu",
+                             f"-Wl,-rpath,{torch_dir / 'lib'}"],
+        "the observer", timeout_s)
 
 
 # ---- runner side ------------------------------------------------------------------------------------

@@ -1,0 +1,41 @@
+"""The verifier's own native helpers built once per machine into the cache: the runner's op observer
+(verifier.sandbox.observer), the builder's hidden-path shim (verifier.sandbox.hidden_paths) and the
+timed inputs' fill (verifier.sandbox.fast_fill). Each caller names its target (a directory keyed by
+what the library is built from) and its compiler command; this module owns the build itself: a target
+already there is used as it is, a new one is compiled in a temporary directory beside it and moved into
+place in one rename, so two processes building the same key at once lose nothing and a failed build
+leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Callable
+
+
+def compiler_version(compiler: str) -> str:
+    """What ``compiler --version`` prints (part of a library's key: a new compiler builds it again)."""
+    return subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
+
+
+def build_once(target: Path, argv_for: Callable[[Path], list[str]], what: str,
+               timeout_s: float) -> tuple[Path | None, str]:
+    """(``target``, "") once it is built, or (None, why not: one line naming ``what``). ``argv_for(out)``
+    is the compiler command that writes the library to ``out``."""
+    if target.is_file():
+        return target, ""
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
+            out = Path(tmp) / target.name
+            proc = subprocess.run(argv_for(out), capture_output=True, text=True, timeout=timeout_s)
+            if proc.returncode != 0:
+                return None, f"building {what} failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1][:200]
+            os.chmod(out, 0o755)
+            os.replace(out, target)  # atomic: a concurrent build of the same key loses nothing
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"building {what} failed: {exc}"
+    return target, ""
