@@ -125,7 +125,10 @@ def _one(name: str, repeats: int, rounds: int, gap_s: float = 0.0, scale: int = 
             spent = asdict(verdict.latency.time) if verdict.latency.time else {}
             rows.append({"total": total, **per_gate(verdict), "build": verdict.facts.compile_s,
                          "primed": float(verdict.facts.reference_primed),
-                         "speedup": verdict.latency.speedup, "calls": float(verdict.latency.calls_per_window), **{f"latency {k[:-2]}": v for k, v in spent.items()}})
+                         "speedup": verdict.latency.speedup, "calls": float(verdict.latency.calls_per_window),
+                         "counted": float(verdict.latency.rounds),
+                         **{f"latency {k[:-2]}": v for k, v in spent.items() if k.endswith("_s")},
+                         "played": float(spent.get("rounds_played", 0))})
     first, rest = rows[0], rows[1:]
     median = lambda group: {k: statistics.median(r[k] for r in group) for k in group[0]}  # noqa: E731
     out = {"first": first, "next": median(rest), "second": rest[0]}
@@ -177,10 +180,11 @@ def main() -> None:
     for name, modes in verify_s.items():
         for mode, row in modes.items():
             gates = " ".join(f"{k}={v:.2f}" for k, v in row.items()
-                             if k not in ("total", "speedup", "build", "primed", "calls") and not k.startswith("latency "))
+                             if k not in ("total", "speedup", "build", "primed", "calls", "counted", "played")
+                             and not k.startswith("latency "))
             gates += f"; of which the build itself {row['build']:.2f} s"
             print(f"  {name:16s} {mode:6s}: total {row['total']:.2f} s ({gates}); speedup {row['speedup']:.2f}x, "
-                  f"{row['calls']:.0f} calls a window")
+                  f"{row['calls']:.0f} calls a window, {row['played']:.0f} rounds played of which {row['counted']:.0f} counted")
             split = ", ".join(f"{k[8:]} {v:.2f}" for k, v in row.items() if k.startswith("latency "))
             print(f"  {'':16s} {'':6s}  latency gate: {split} s")
     nexts = [modes["next"]["total"] for modes in verify_s.values()]

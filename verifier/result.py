@@ -42,11 +42,12 @@ class LatencyTime:
     checking_s: float = 0.0  # every window's outputs checked against the reference's
     spares_s: float = 0.0  # stopping the spare processes still booting (verifier.monitor.pool.paused)
     other_s: float = 0.0  # the rest: window sizing, the post-timing trials, the bootstrap
+    rounds_played: int = 0  # every round: calibration, warm-up, observed, counted and retimed ones
 
     def line(self) -> str:
-        return (f"timed windows {self.windows_s:.2f} s, drawing inputs {self.drawing_s:.2f} s, staging "
-                f"{self.staging_s:.2f} s, checking outputs {self.checking_s:.2f} s, pausing booting "
-                f"spares {self.spares_s:.2f} s, other {self.other_s:.2f} s")
+        return (f"{self.rounds_played} rounds: timed windows {self.windows_s:.2f} s, drawing inputs "
+                f"{self.drawing_s:.2f} s, staging {self.staging_s:.2f} s, checking outputs {self.checking_s:.2f} s, "
+                f"pausing booting spares {self.spares_s:.2f} s, other {self.other_s:.2f} s")
 
 
 @dataclass(frozen=True)

@@ -98,6 +98,7 @@ class Spent:
     drawing: float = 0.0
     staging: float = 0.0
     checking: float = 0.0
+    played: int = 0  # rounds played, every kind: calibration, warm-up, observed, counted, retimed
 
 
 class Rounds:
@@ -130,6 +131,7 @@ class Rounds:
         turns returned have none. ``again``: the previous round's input sets once more, where there are
         as many (an untimed warm-up round: drawing costs more than many a kernel's window)."""
         specs = self._specs if again and self.can_replay(len(items)) else self.draw(items)
+        self.spent.played += 1
         self._specs = specs
         turns = [self.turn(i, specs, device, observe) for i in order]
         started = time.perf_counter()

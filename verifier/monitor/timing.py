@@ -375,5 +375,6 @@ def latency(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: 
     result = summarise(times, timing.resamples, timing.bound, workload=workload, peaks=peaks, facts=measured.facts())
     seconds, spent = time.perf_counter() - start + spares_s, measured.spent
     parts = (spent.windows, spent.drawing, spent.staging, spent.checking, spares_s)
-    result = replace(result, time=LatencyTime(*parts, other_s=max(0.0, seconds - sum(parts))))
+    result = replace(result, time=LatencyTime(*parts, other_s=max(0.0, seconds - sum(parts)),
+                                              rounds_played=spent.played))
     return latency_gate(result, seconds), result
