@@ -126,7 +126,8 @@ def _one(name: str, repeats: int, rounds: int, gap_s: float = 0.0, scale: int = 
             rows.append({"total": total, **per_gate(verdict), "build": verdict.facts.compile_s,
                          "primed": float(verdict.facts.reference_primed),
                          "speedup": verdict.latency.speedup, "calls": float(verdict.latency.calls_per_window),
-                         "counted": float(verdict.latency.rounds),
+                         "counted": float(verdict.latency.rounds), "retimed": float(verdict.latency.rounds_retimed),
+                         "ci": (verdict.latency.ci_high / verdict.latency.ci_low) ** 0.5 - 1,
                          **{f"latency {k[:-2]}": v for k, v in spent.items() if k.endswith("_s")},
                          "played": float(spent.get("rounds_played", 0))})
     first, rest = rows[0], rows[1:]
@@ -180,11 +181,12 @@ def main() -> None:
     for name, modes in verify_s.items():
         for mode, row in modes.items():
             gates = " ".join(f"{k}={v:.2f}" for k, v in row.items()
-                             if k not in ("total", "speedup", "build", "primed", "calls", "counted", "played")
+                             if k not in ("total", "speedup", "build", "primed", "calls", "counted", "played", "retimed", "ci")
                              and not k.startswith("latency "))
             gates += f"; of which the build itself {row['build']:.2f} s"
             print(f"  {name:16s} {mode:6s}: total {row['total']:.2f} s ({gates}); speedup {row['speedup']:.2f}x, "
-                  f"{row['calls']:.0f} calls a window, {row['played']:.0f} rounds played of which {row['counted']:.0f} counted")
+                  f"{row['calls']:.0f} calls a window, {row['played']:.0f} rounds played of which {row['counted']:.0f} counted and "
+                  f"{row['retimed']:.0f} retimed, CI +-{row['ci'] * 100:.1f}%")
             split = ", ".join(f"{k[8:]} {v:.2f}" for k, v in row.items() if k.startswith("latency "))
             print(f"  {'':16s} {'':6s}  latency gate: {split} s")
     nexts = [modes["next"]["total"] for modes in verify_s.values()]

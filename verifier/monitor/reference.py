@@ -58,6 +58,7 @@ class Reference:
         start = replace(start, count_workload=self.workload is None)
         self.error = ""
         self.arena: Arena | None = None
+        self.draws: Arena | None = None  # the draw arena (attach_draws), for the timed rounds' input sets
         self._init_ready, self._done = threading.Event(), threading.Event()
         self.process.send(start)
         self._thread = threading.Thread(target=self._collect, args=(deadline,), daemon=True)
@@ -144,17 +145,25 @@ class Reference:
         if not self.process.send(msg.Attach(arena.size), fds=(arena.fd,)):
             raise ReferenceFailed(f"reference worker: {self.process.exit_reason()}")
 
-    def draw(self, items: list[tuple[int, bool, int]], deadline: float) -> list[list]:
-        """Put input sets into the worker's arena, each ``(index, timing, start)`` (a trial of the plan, or
-        timed call ``index``'s fresh inputs, from byte ``start``); their specs."""
-        if not self.process.send(msg.Draw([list(item) for item in items])):
+    def attach_draws(self, arena: Arena) -> None:
+        """Hand the worker its draw arena: where Draw ``draws=True`` puts the timed rounds' input sets, which
+        the monitor reads in place (verifier.monitor.rounds)."""
+        self.draws = arena
+        if not self.process.send(msg.Attach(arena.size, draws=True), fds=(arena.fd,)):
+            raise ReferenceFailed(f"reference worker: {self.process.exit_reason()}")
+
+    def draw(self, items: list[tuple[int, bool, int]], deadline: float, draws: bool = False) -> list[list]:
+        """Put input sets into the worker's arena (``draws``: its draw arena), each ``(index, timing, start)``
+        (a trial of the plan, or timed call ``index``'s fresh inputs, from byte ``start``); their specs."""
+        into = self.draws if draws else self.arena
+        if not self.process.send(msg.Draw([list(item) for item in items], draws)):
             raise ReferenceFailed(f"reference worker: {self.process.exit_reason()}")
         try:
             drawn = receive(self.process, deadline, (msg.Drawn,), "drawing inputs")
             if not isinstance(drawn.sets, list) or len(drawn.sets) != len(items):
                 raise ValueError("one spec per drawn set")
             for spec in drawn.sets:
-                layouts_in(spec, self.arena.size)
+                layouts_in(spec, into.size)
         except (PeerFailure, ValueError) as exc:
             raise ReferenceFailed(f"reference worker failed drawing inputs: {exc}") from None
         return drawn.sets

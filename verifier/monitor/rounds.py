@@ -1,8 +1,9 @@
 """One round of the paired timing: the same fresh inputs for every side, each side timed in its own
 turn while every other side is stopped, and the operating system's account of each turn.
 
-A round: the reference worker draws the round's input sets (one per call of a window) into its arena
-from the secret seed and is stopped again; the monitor keeps a copy. Then, side after side in an
+A round: the reference worker draws the round's input sets (one per call of a window) from the secret
+seed into its draw arena (an arena of its own that only Draw writes; the monitor reads the sets there)
+and is stopped again. Then, side after side in an
 order drawn from the secret seed, the monitor raises the side's priority (verifier.monitor.priority),
 writes the inputs into its arena while it is stopped (so every side's inputs were last written by the
 monitor, just before its turn: no side starts with them warmer in its cache, and none can look at
@@ -103,13 +104,17 @@ class Spent:
 
 class Rounds:
     def __init__(self, sides: list[Side], drawer: Reference, layout: Layout, boost: Boost, machine_s: float,
-                 spent: Spent | None = None) -> None:
+                 spent: Spent | None = None, owned: list[Arena] | None = None, most: int = 0) -> None:
+        """``owned``: where the draw arena goes for the verification to close; ``most``: the calls a window
+        may grow to (the draw arena is made for them once)."""
         self.sides, self.drawer, self.layout, self.boost, self.machine_s = sides, drawer, layout, boost, machine_s
         self.spent = spent if spent is not None else Spent()
         self.ledger = Ledger([side.pid() for side in sides])
         self.staged: dict[int, list[list]] = {}  # per side, the layout its views were staged for
-        self._buffer = np.empty(0, np.uint8)  # reused round after round
-        self.inputs = self._buffer  # the round's input sets, as drawn (a view of the buffer)
+        self.owned = owned if owned is not None else []
+        self.most = max(most, layout.calls)
+        self._draws: Arena | None = None  # the drawer's draw arena: the round's sets are read there, not copied
+        self.inputs = np.empty(0, np.uint8)  # the round's input sets, as drawn (a view of the draw arena)
         self.draw_ms: list[float] = []  # per round played, what drawing one input set took (wall clock)
         self._specs: list[list] | None = None  # the last round's input sets (their layouts in the arena)
 
@@ -147,29 +152,38 @@ class Rounds:
         return self._specs is not None and len(self._specs) == calls
 
     def draw(self, items: list[tuple[int, bool]]) -> list[list]:
-        """The round's input sets drawn into the drawer's arena and copied into the monitor's own buffer
-        (one copy, kept for the round: every side's turn starts from it)."""
+        """The round's input sets drawn into the drawer's draw arena, an arena of their own that only Draw
+        writes (the monitor reads them there, kept for the round: every side's turn starts from them; a copy
+        of 100 MB a ReLU round, 9 ms, before it had one)."""
         stride, pid = self.layout.in_stride, self.drawer.process.pid()
+        size = len(items) * stride
         started = time.perf_counter()
+        self.inputs = np.empty(0, np.uint8)  # no view of an arena about to be written or replaced
+        draws = self._draw_arena(size)
         release(pid)
         try:
             specs = self.drawer.draw([(index, timing, k * stride) for k, (index, timing) in enumerate(items)],
-                                     time.monotonic() + self.machine_s)
+                                     time.monotonic() + self.machine_s, draws=True)
         finally:
             hold(pid)
         self.draw_ms.append((time.perf_counter() - started) * 1e3 / max(1, len(items)))
         for k, spec in enumerate(specs):
-            ends = [lay.offset + lay.span() for lay in layouts_in(spec, self.drawer.arena.size)]
+            ends = [lay.offset + lay.span() for lay in layouts_in(spec, draws.size)]
             if ends and max(ends) > (k + 1) * stride:
                 raise ReferenceFailed(f"input set {k} ({max(ends) - k * stride} bytes) is larger than the "
                                       f"{stride} bytes the task's trials needed")
-        size = len(items) * stride
-        if self._buffer.size < size:
-            self._buffer = np.empty(size, np.uint8)
-        self.inputs = self._buffer[:size]
-        copying.copy(self.inputs, np.frombuffer(self.drawer.arena.map, np.uint8, size))
+        self.inputs = np.frombuffer(draws.map, np.uint8, size)
         self.spent.drawing += time.perf_counter() - started
         return specs
+
+    def _draw_arena(self, size: int) -> Arena:
+        """The draw arena, made (for windows of ``most`` calls) and handed to the drawer on the first draw."""
+        if self._draws is None or self._draws.size < size:
+            arena = Arena.create(max(size, self.most * self.layout.in_stride))
+            self.owned.append(arena)
+            self.drawer.attach_draws(arena)
+            self._draws = arena
+        return self._draws
 
     def turn(self, i: int, specs: list[list], device: bool, observe: bool = False) -> Turn:
         """Side ``i``'s window on the round's inputs. On the CPU the inputs are written while the side is

@@ -118,7 +118,7 @@ def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan
     ``drawer``: the reference worker that draws the inputs (``sides[0]``'s process)."""
     with Boost() if timing.boost else _NoBoost() as boost:
         spent = Spent()
-        first = Rounds(sides, drawer, window_size.single(drawer), boost, machine_s, spent)
+        first = Rounds(sides, drawer, window_size.single(drawer), boost, machine_s, spent, owned)
         first.hold_all()
         try:
             counter = _Counter()
@@ -133,7 +133,7 @@ def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan
             calls = window_size.calls_per_window(calibration, timing.window_ms, most, min(first.draw_ms),
                                                  *timing.sizing())
             layout = window_size.resize(sides, calls, most, drawer, owned)
-            rounds = Rounds(sides, drawer, layout, boost, machine_s, spent)
+            rounds = Rounds(sides, drawer, layout, boost, machine_s, spent, owned, most)
             counted, disturbed, reasons = _play(rounds, sides, drawer, plan, timing, tol, seed, counter, device, most)
         finally:
             first.release_all()

@@ -216,19 +216,23 @@ class RefReleased:
 
 @dataclass(frozen=True)
 class Attach:
-    """The arena's descriptor rides on this frame."""
+    """The arena's descriptor rides on this frame. ``draws``: a reference worker's second arena, where Draw
+    puts the timed rounds' input sets (the monitor reads them there: no copy of a round's sets)."""
 
     KIND: ClassVar[str] = "attach"
     size: int
+    draws: bool = False
 
 
 @dataclass(frozen=True)
 class Draw:
     """Put input sets into the arena: per item ``[index, timing, start]``, trial ``index`` of the plan
-    (``timing`` False) or the fresh inputs of timed call ``index``, placed from byte ``start``."""
+    (``timing`` False) or the fresh inputs of timed call ``index``, placed from byte ``start``; into the
+    draw arena (Attach ``draws``) when ``draws``."""
 
     KIND: ClassVar[str] = "draw"
     items: list
+    draws: bool = False
 
 
 @dataclass(frozen=True)

@@ -167,7 +167,8 @@ class Worker:
         import gc
 
         server, self.server = self.server, None
-        arena, server.arena = server.arena, None
+        arenas = (server.arena, server.draw_arena)
+        server.arena = server.draw_arena = None
         server.staged, server.outputs, server.inputs_run, server.kept = [], [], [], []
         self.model = self.problem = self.plan = self.trial_inputs = None
         del server
@@ -175,18 +176,20 @@ class Worker:
         torch = sys.modules.get("torch")
         if torch is not None and torch.cuda.is_initialized():  # a device's timed calls: its cached blocks too
             torch.cuda.empty_cache()
-        if arena is not None and arena.map is not None:
-            try:
-                arena.map.close()
-            except BufferError:
-                return False
-            arena.close()
+        for arena in arenas:
+            if arena is not None and arena.map is not None:
+                try:
+                    arena.map.close()
+                except BufferError:
+                    return False
+                arena.close()
         _trim_heap()
         return True
 
     def handle(self, request, _fds: list[int]) -> None:
         """Draw: input sets (a trial's, or a timed call's fresh ones), made from the seed, written into the
-        arena where the monitor asked (verifier.sandbox.drawing: on both CPUs)."""
+        arena where the monitor asked (the calls' arena, or the draw arena: ``draws``; verifier.sandbox.drawing:
+        on both CPUs)."""
         import torch
 
         from verifier.sandbox import values as wire
@@ -195,7 +198,10 @@ class Worker:
 
         if not isinstance(request, msg.Draw) or not isinstance(request.items, list) or len(request.items) > 4096:
             raise ValueError(f"unexpected {request.KIND} command")
-        base = torch.frombuffer(self.server.arena.map, dtype=torch.uint8)
+        into = self.server.draw_arena if request.draws else self.server.arena
+        if into is None:
+            raise ValueError("draw into an arena never attached")
+        base = torch.frombuffer(into.map, dtype=torch.uint8)
 
         def job(index: int, timing: bool, start: int) -> Callable[[], list]:
             def place() -> list:

@@ -48,6 +48,7 @@ class CallServer:
                  flush: Callable[[], None] | None = None) -> None:
         self.channel, self.model, self.device, self.synchronize = channel, model, device, synchronize
         self.arena, self.calls, self.note, self.flush = arena, calls, note, flush
+        self.draw_arena: Arena | None = None
         self.staged: list[list] = []
         self.outputs: list[list] = []  # per call of the last Run, its outputs
         self.inputs_run: list[list] = []  # the inputs of those calls (outputs must not alias them)
@@ -60,7 +61,9 @@ class CallServer:
             request, fds = msg.receive(self.channel, time.monotonic() + FOREVER, MAX_COMMAND, keep_fds=True)
             if isinstance(request, msg.Stop):
                 return
-            if isinstance(request, msg.Attach):
+            if isinstance(request, msg.Attach) and request.draws:
+                self.draw_arena = Arena.attach(fds[0])  # a reference worker's: where Draw puts timed sets
+            elif isinstance(request, msg.Attach):
                 self.arena = Arena.attach(fds[0])
             elif isinstance(request, (msg.Stage, msg.Run, msg.Collect)):
                 msg.send(self.channel, self.answer(request))
