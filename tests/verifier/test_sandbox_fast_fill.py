@@ -151,7 +151,7 @@ def test_without_a_compiler_or_when_turned_off_there_is_no_library(monkeypatch, 
 
 
 def test_the_facts_say_why_the_timed_inputs_were_not_drawn_by_the_fill():
-    from verifier.monitor.session import drawn_with
+    from verifier.sandbox.fast_fill import drawn_with
 
     assert drawn_with("native fill", "") == "native fill"
     assert drawn_with("torch's generator", "no C compiler on PATH") == "torch's generator (no C compiler on PATH)"

@@ -197,7 +197,7 @@ def test_a_task_verified_again_and_again_gets_a_worker_primed_with_its_next_seed
     more = verify(task, EXAMPLE_CANDIDATE, "cpu", replace(free, correctness_trials=free.correctness_trials + 1))
     assert more.passed and not more.facts.reference_primed, more.feedback
     # every worker, booted, reused or primed, drew its timed sets with the native fill where it builds here
-    from verifier.monitor.session import drawn_with
+    from verifier.sandbox.fast_fill import drawn_with
     from verifier.sandbox import fast_fill
 
     path, why = fast_fill.library()

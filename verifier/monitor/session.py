@@ -38,6 +38,7 @@ from verifier.monitor.perf_events import PerfUnavailable
 from verifier.monitor.watch import Watch, os_threads
 from verifier.result import GateResult, LatencyResult, SessionFacts
 from verifier.roofline import MachinePeaks
+from verifier.sandbox import fast_fill
 from verifier.sandbox import messages as msg
 from verifier.sandbox.arena import Arena, align
 from verifier.sandbox.channel import ChannelError
@@ -140,7 +141,8 @@ class Session:
                                               f"{site.process.log_tail()}") from None
                 self.reference = Reference(site.process, start, deadline + s.timeout_s + s.compile_timeout_s)
             if site.ready is not None:
-                self.facts = replace(self.facts, timed_inputs_drawn=drawn_with(site.ready.draw, site.fill_why))
+                drawn = fast_fill.drawn_with(site.ready.draw, site.fill_why)
+                self.facts = replace(self.facts, timed_inputs_drawn=drawn)
         backend = self.c.backend
         spec = RunnerSpec(self.c.backend_name or backend.name, s.threads, s.memory_limit_mb, s.file_size_limit_mb, backend.runner_python(),
                           self.observer, tuple(backend.sandbox_paths()), backend.device() != "cpu", backend.device())
@@ -322,10 +324,3 @@ def _note(gate: GateResult) -> str:
 def _integrity(reason: str, start: float) -> GateResult:
     return GateResult("hack", False, f"runtime integrity: {reason}"[:300], time.perf_counter() - start, detail=reason)
 
-
-def drawn_with(draw: str, why_not_fill: str) -> str:
-    """What the facts say drew the timed inputs: the worker's own word, and why it was not the native fill
-    where the library could not be built or loaded (a user who sees seconds go to drawing can act on it)."""
-    if draw != "torch's generator":
-        return draw
-    return f"{draw} ({why_not_fill or 'the native fill library could not be loaded'})"

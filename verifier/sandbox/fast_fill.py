@@ -41,6 +41,7 @@ from verifier.sandbox import native_build
 
 SOURCE = Path(__file__).parent / "native" / "fill.c"
 OFF_ENV = "EVOKERNEL_TORCH_DRAW"
+NATIVE_FILL, TORCH_GENERATOR = "native fill", "torch's generator"  # what drew a worker's timed sets (msg.Ready.draw)
 NORMAL_MIN = 16  # torch draws fewer normals another way (no 16-element Box-Muller blocks): left to torch
 _BUILD_LOCK = threading.Lock()
 
@@ -90,6 +91,14 @@ def library() -> tuple[Path | None, str]:
         return None, f"{OFF_ENV} is set"
     with _BUILD_LOCK:
         return _library(cache_root())
+
+
+def drawn_with(draw: str, why_not_fill: str) -> str:
+    """What a verdict's facts say drew the timed inputs: the worker's own word, and why it was not the native
+    fill where the library could not be built or loaded (a user who sees seconds go to drawing can act on it)."""
+    if draw != TORCH_GENERATOR:
+        return draw
+    return f"{draw} ({why_not_fill or 'the native fill library could not be loaded'})"
 
 
 # ---- reference-worker side ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ leaves nothing behind.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import tempfile
@@ -16,8 +17,10 @@ from pathlib import Path
 from typing import Callable
 
 
+@functools.lru_cache(maxsize=None)
 def compiler_version(compiler: str) -> str:
-    """What ``compiler --version`` prints (part of a library's key: a new compiler builds it again)."""
+    """What ``compiler --version`` prints (part of a library's key: a new compiler builds it again); asked once
+    per process (every reference worker's start asks for the fill library's key)."""
     return subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
 
 

@@ -274,7 +274,7 @@ def main(argv: list[str]) -> int:
     on = seccomp.install(seccomp.RUNNER)
     worker = Worker(Channel.from_fd(int(argv[1])), fill)
     worker.send(msg.Ready(on, "" if on else "no seccomp filter on this platform", len(os.listdir("/proc/self/task")),
-                          "none", "native fill" if fill is not None else "torch's generator"))
+                          "none", fast_fill.NATIVE_FILL if fill is not None else fast_fill.TORCH_GENERATOR))
     while True:  # one verification after another while the monitor reuses the worker for the same task
         worker.start()
         if not worker.serve():
