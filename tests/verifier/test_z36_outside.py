@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from verdict_pool import VerdictPool
 from verifier_taskutil import fixture_task
+from z36_controls import PREBUILT_ENV
 from z36_outside_cases import CASES, SPOOF_LINE, OutsideCase
 
 from verifier.api import verify
@@ -85,17 +86,20 @@ def test_each_case_is_rejected_at_its_gate_naming_what_was_observed(case: Outsid
     assert not is_unavailable(gate), f"the candidate's failure reads as the machine's: {gate.reason}"
 
 
-def _control(case: OutsideCase, work: Path) -> dict:
+def _control(case: OutsideCase, work: Path, verifier_cache: Path) -> dict:
+    """The case run plainly (z36_controls.py); a torch extension the verdict test built is loaded from the
+    run's verifier cache instead of compiled again."""
     run = subprocess.run([sys.executable, str(HERE / "z36_controls.py"), case.name, str(work)], capture_output=True,
-                         text=True, timeout=EXTENSION_BUILD_S + 120, env={**os.environ, "XDG_CACHE_HOME": str(work / "xdg")})
+                         text=True, timeout=EXTENSION_BUILD_S + 120,
+                         env={**os.environ, "XDG_CACHE_HOME": str(work / "xdg"), PREBUILT_ENV: str(verifier_cache)})
     assert run.returncode == 0, run.stderr[-3000:]
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.name, marks=[pytest.mark.slow] if c.torch_extension else [])
                                   for c in CASES if c.z36 in ("1", "2", "3", "6", "new", "later")])
-def test_each_case_acts_when_nothing_confines_it(case: OutsideCase, tmp_path):
-    result = _control(case, tmp_path)
+def test_each_case_acts_when_nothing_confines_it(case: OutsideCase, tmp_path, verify_cache):
+    result = _control(case, tmp_path, verify_cache)
     assert result["acted"], f"{case.name} did nothing even unconfined: {result}"
 
 

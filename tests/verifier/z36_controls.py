@@ -27,11 +27,45 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "verifier")]
 THREADS = 2  # the verifier's thread budget in the tests (VerifySettings.for_tests)
 
 
+PREBUILT_ENV = "Z36_VERIFIER_CACHE"  # the run's verifier cache: a torch extension it built is loaded, not rebuilt
+
+
 def load(case, work: Path):
     os.chdir(work)
+    if case.torch_extension and os.environ.get(PREBUILT_ENV):
+        _load_inline_from(Path(os.environ[PREBUILT_ENV]), work)
     module = types.ModuleType("candidate")
     exec(compile(case.source, "candidate.py", "exec"), module.__dict__)
     return module.ModelNew()
+
+
+def _load_inline_from(cache_root: Path, work: Path) -> None:
+    """``load_inline`` takes the library the verifier built for the same call, where its build cache holds it
+    (verifier.monitor.build_cache, the key the monitor computes: the same sources and flags), and builds it
+    as torch does otherwise: a g++ pass on torch's headers costs a minute of CPU, and the verdict test of
+    the same case built it already. What runs is the candidate's own code either way, in this plain
+    process; the monitor's copy only saves compiling it twice."""
+    from torch.utils import cpp_extension
+
+    from verifier.backends import cpu_builds
+    from verifier.monitor.build_cache import BuildCache
+    from verifier.sandbox.loaders import inline_arguments
+
+    plain = cpp_extension.load_inline
+
+    def load_inline(*args, **kwargs):
+        named = inline_arguments(args, kwargs)
+        job = cpu_builds.load_inline_job(named)
+        entry = BuildCache(cache_root).get(job.key)
+        if entry is None:
+            return plain(*args, **kwargs)
+        where = work / "prebuilt" / job.key
+        where.mkdir(parents=True, exist_ok=True)
+        name = Path(job.artifact).name
+        (where / name).write_bytes(entry[name])
+        return cpp_extension._import_module_from_library(named["name"], str(where), True)
+
+    cpp_extension.load_inline = load_inline
 
 
 def inputs(case):
