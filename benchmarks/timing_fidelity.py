@@ -13,7 +13,12 @@ the same moment, one row each:
 - verifier: ``verify()`` with default settings (its speedup, whether it trusts it, calls per window,
   rounds retimed);
 - solo, sandbox allocator: where verifier / solo is outside 0.90-1.10, solo again with the allocator
-  settings every sandbox process has (verifier.sandbox.spawn.ALLOCATOR) in place of glibc's defaults.
+  settings every sandbox process has (verifier.sandbox.spawn.ALLOCATOR) in place of glibc's defaults;
+- solo, the verifier's regime: there too (every task with ``--regime-all``), solo with the sandbox's
+  allocator, cycling through as many fresh input sets as the verifier's windows held and keeping as
+  many outputs alive: every call's inputs come from memory, as in a window (fresh inputs each call,
+  DESIGN.md §3), where 8 sets of a small task stay in the last-level cache. ``verifier / regime`` is
+  what the harness itself adds or takes, the regime left out.
 
 ``verifier / solo`` is the fidelity (target on a quiet machine: median 0.97-1.03, every task
 0.90-1.10; under ``--burners 2``, every task 0.85-1.15). Where solo and alternating disagree by more
@@ -21,7 +26,8 @@ than 10%, the ``why`` column says what the passive run shows: if it agrees with 
 is OpenMP interference (two runtimes in one process: the threads of whichever ran last spin while the
 other runs); otherwise it is left as unexplained, with the figures. Where the verifier is outside
 0.90-1.10 of solo, it says which measured figure it agrees with (within 10%): solo with the sandbox's
-allocator ("allocator"), solo's own spread, or the alternating run; else "unexplained".
+allocator ("allocator"), solo in the verifier's regime ("inputs from memory"), solo's own spread, or the
+alternating run; else "unexplained".
 
 ``--repeat N --tasks ONE``: the same kernel verified N times (largest / smallest speedup).
 Burners (``--burners N``) run in sessions of their own, as other work on the machine would.
@@ -31,6 +37,7 @@ between runs.
 
 Run: .venv/bin/python -m benchmarks.timing_fidelity [--tasks L1/003_gelu,...] [--burners 2]
      [--repeat 5] [--json out.json] [--build runs/build-cpu] [--plain-from quiet.json] [--cache DIR]
+     [--regime-all]
 """
 
 from __future__ import annotations
@@ -65,11 +72,13 @@ CALLS = {"n": 400}  # plain timing's calls per run (--calls)
 SOLO_RUNS = {"n": 3}  # solo runs per side, the faster kept (--solo-runs)
 NEAR = 0.10  # a figure the verifier is within this share of explains it
 # what a verifier off solo agrees with, and the summary's count of each
-OFF_KINDS = {"allocator": "off_by_allocator", "spread": "off_within_solo_spread",
+OFF_KINDS = {"allocator": "off_by_allocator", "inputs": "off_by_inputs_from_memory", "spread": "off_within_solo_spread",
              "alternating": "off_agreeing_with_alternating", "unexplained": "off_unexplained"}
 
 
-def plain(mode: str, build: Path, task_id: str, threads: int, passive: bool = False, allocator: bool = False) -> float:
+def plain(mode: str, build: Path, task_id: str, threads: int, passive: bool = False, allocator: bool = False,
+          sets: int = 0) -> float:
+    """One plain_timing run; ``sets``: that many fresh input sets cycled, as many outputs kept alive."""
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY" and k not in ALLOCATOR}
     env.update(OMP_NUM_THREADS=str(threads), PYTHONPATH=str(Path(__file__).resolve().parents[1]))
     if passive:
@@ -77,20 +86,21 @@ def plain(mode: str, build: Path, task_id: str, threads: int, passive: bool = Fa
     if allocator:
         env.update(ALLOCATOR)
     out = subprocess.run([sys.executable, "-m", "benchmarks.plain_timing", mode, str(build), task_id,
-                          "--threads", str(threads), "--calls", str(CALLS["n"])], env=env, capture_output=True, text=True, timeout=900)
+                          "--threads", str(threads), "--calls", str(CALLS["n"]),
+                          *(["--input-sets", str(sets), "--keep-out", str(sets)] if sets else [])], env=env, capture_output=True, text=True, timeout=900)
     if out.returncode != 0:
         raise RuntimeError(f"plain timing of {task_id} ({mode}) failed: {out.stderr.strip()[-400:]}")
     value = json.loads(out.stdout)
     return value["ms"] if mode != "alt" else value["ratio"]
 
 
-def solo(build: Path, task_id: str, threads: int, repeats: int = 3, allocator: bool = False) -> dict:
+def solo(build: Path, task_id: str, threads: int, repeats: int = 3, allocator: bool = False, sets: int = 0) -> dict:
     """The faster run of each side, and the range of the runs' pairwise ratios (the solo figure's own
     spread)."""
     runs = {"ref": [], "cand": []}
     for _ in range(repeats):
         for mode in ("ref", "cand"):
-            runs[mode].append(plain(mode, build, task_id, threads, allocator=allocator))
+            runs[mode].append(plain(mode, build, task_id, threads, allocator=allocator, sets=sets))
     ref, cand = min(runs["ref"]), min(runs["cand"])
     pairs = [r / c for r, c in zip(runs["ref"], runs["cand"])]
     return {"ref_ms": ref, "cand_ms": cand, "solo": ref / cand, "solo_range": [min(pairs), max(pairs)]}
@@ -133,19 +143,26 @@ def _verifier_off(row: dict) -> tuple[str, str]:
     low, high = row.get("solo_range") or (row["solo"], row["solo"])
     if row.get("solo_alloc") and abs(verifier / row["solo_alloc"] - 1) <= NEAR:
         return "allocator", f"allocator: solo with the sandbox's allocator reads {row['solo_alloc']:.2f}x"
+    if row.get("solo_regime") and abs(verifier / row["solo_regime"] - 1) <= NEAR:
+        return "inputs", (f"inputs from memory: solo with the sandbox's allocator on {row['regime_sets']} fresh input "
+                          f"sets (a window's) reads {row['solo_regime']:.2f}x")
     if low * (1 - NEAR) <= verifier <= high * (1 + NEAR):
         return "spread", f"solo's own spread: its runs read {low:.2f}-{high:.2f}x"
     if abs(verifier / row["alt"] - 1) <= NEAR:
         return "alternating", f"agrees with alternating ({row['alt']:.2f}x)"
     extra = f", solo with the sandbox's allocator {row['solo_alloc']:.2f}x" if row.get("solo_alloc") else ""
+    extra += f", in the verifier's regime {row['solo_regime']:.2f}x" if row.get("solo_regime") else ""
     return "unexplained", f"verifier off, unexplained: solo runs {low:.2f}-{high:.2f}x{extra}"
 
 
-def row_for(build: Path, task, threads: int, settings: VerifySettings, known: dict | None = None) -> dict:
+def row_for(build: Path, task, threads: int, settings: VerifySettings, known: dict | None = None,
+            regime_all: bool = False) -> dict:
+    """One task's row; ``known``: an earlier run's plain figures (verify only); ``regime_all``: solo in the
+    verifier's regime measured whatever the fidelity (plain figures of this moment only)."""
     source = solution_for(task.task_id, task.source)
     if known:  # the plain figures of an earlier run
         row = {k: known.get(k) for k in ("task_id", "ref_ms", "cand_ms", "solo", "solo_range", "alt", "alt_passive",
-                                         "solo_alloc")}
+                                         "solo_alloc", "solo_regime", "regime_sets")}
     else:
         row = {"task_id": task.task_id, **solo(build, task.task_id, threads, SOLO_RUNS["n"])}
         row["alt"] = plain("alt", build, task.task_id, threads)
@@ -154,8 +171,15 @@ def row_for(build: Path, task, threads: int, settings: VerifySettings, known: di
     row.update(verified(task, source, settings))
     if row["verifier"] is not None:
         row["fidelity"] = row["verifier"] / row["solo"]
-        if not known and not 0.90 <= row["fidelity"] <= 1.10:  # plain figures of this moment only (never under burners)
+        off = not 0.90 <= row["fidelity"] <= 1.10
+        if not known and off:  # plain figures of this moment only (never under burners)
             row["solo_alloc"] = solo(build, task.task_id, threads, SOLO_RUNS["n"], allocator=True)["solo"]
+        if not known and (off or regime_all):
+            row["regime_sets"] = row["calls"]
+            row["solo_regime"] = solo(build, task.task_id, threads, SOLO_RUNS["n"], allocator=True,
+                                      sets=row["calls"])["solo"]
+        if row.get("solo_regime"):
+            row["fidelity_regime"] = row["verifier"] / row["solo_regime"]
     row["why"] = why(row)
     return row
 
@@ -165,10 +189,11 @@ def print_row(row: dict) -> None:
         print(f"{row['task_id']:34s} solo {row['solo']:6.2f}x  verifier failed: {row['failed']}", flush=True)
         return
     trust = "" if row["trusted"] else f"  (not trusted: {row.get('untrusted_reason', '')[:160]})"
+    regime = f"  regime {row['solo_regime']:5.2f}x -> {row['fidelity_regime']:.3f}" if row.get("fidelity_regime") else ""
     print(f"{row['task_id']:34s} {row['ref_ms']:8.3f} {row['cand_ms']:8.3f}  solo {row['solo']:6.2f}x  alt "
           f"{row['alt']:6.2f}x  passive {_x(row['alt_passive'])}  verifier {row['verifier']:6.2f}x "
           f"[{row['ci'][0]:.2f}-{row['ci'][1]:.2f}] x{row['calls']:<3d} -> {row['fidelity']:.3f}"
-          f"{trust}  {row['why']}", flush=True)
+          f"{regime}{trust}  {row['why']}", flush=True)
 
 
 def _x(value: float | None) -> str:
@@ -183,7 +208,18 @@ def summary(rows: list[dict]) -> dict:
             "max": max(fid), "within_0.90_1.10": sum(0.90 <= f <= 1.10 for f in fid),
             "within_0.85_1.15": sum(0.85 <= f <= 1.15 for f in fid),
             "untrusted": sum(not r.get("trusted", True) for r in rows if r.get("verifier") is not None),
-            **{key: sum(_verifier_off(r)[0] == kind for r in rows) for kind, key in OFF_KINDS.items()}}
+            **{key: sum(_verifier_off(r)[0] == kind for r in rows) for kind, key in OFF_KINDS.items()},
+            **_regime_summary(rows)}
+
+
+def _regime_summary(rows: list[dict]) -> dict:
+    """verifier / solo in the verifier's regime, where measured: what the harness adds or takes."""
+    fid = [r["fidelity_regime"] for r in rows if r.get("fidelity_regime")]
+    if not fid:
+        return {}
+    return {"regime": {"measured": len(fid), "median": statistics.median(fid), "min": min(fid), "max": max(fid),
+                       "within_0.90_1.10": sum(0.90 <= f <= 1.10 for f in fid),
+                       "within_0.85_1.15": sum(0.85 <= f <= 1.15 for f in fid)}}
 
 
 def repeatability(task, settings: VerifySettings, times: int) -> dict:
@@ -210,6 +246,8 @@ def main() -> None:
     parser.add_argument("--solo-runs", type=int, default=3, help="solo runs per side (the faster is kept)")
     parser.add_argument("--plain-from", default=None, help="an earlier run's --json: its plain figures, verify only")
     parser.add_argument("--cache", default=None, help="the verifier's cache directory (compiled candidates)")
+    parser.add_argument("--regime-all", action="store_true",
+                        help="solo in the verifier's regime for every task, not only where the verifier is off solo")
     args = parser.parse_args()
     CALLS["n"], SOLO_RUNS["n"] = args.calls, args.solo_runs
     known = {r["task_id"]: r for r in json.loads(Path(args.plain_from).read_text())["rows"]} if args.plain_from else {}
@@ -228,7 +266,8 @@ def main() -> None:
                 print(f"{'task':34s} {'ref ms':>8s} {'cand ms':>8s}  plain and verified speedups -> verifier/solo")
                 rows = []
                 for task_id in wanted:
-                    rows.append(row_for(build_dir, build.task(task_id), args.threads, settings, known.get(task_id)))
+                    rows.append(row_for(build_dir, build.task(task_id), args.threads, settings, known.get(task_id),
+                                        args.regime_all and not args.burners))
                     print_row(rows[-1])
                 result = {"rows": rows, "summary": summary(rows)}
                 print("summary:", json.dumps(result["summary"]))

@@ -1,6 +1,6 @@
 """benchmarks.timing_fidelity's ``why`` column: where the verifier is off plain timing, it names the
-measured figure that agrees with it (solo under the sandbox's allocator, solo's own spread, the
-alternating run), and says "unexplained" when none does."""
+measured figure that agrees with it (solo under the sandbox's allocator, solo in the verifier's regime,
+solo's own spread, the alternating run), and says "unexplained" when none does."""
 
 from __future__ import annotations
 
@@ -23,6 +23,25 @@ def test_a_verifier_near_solo_needs_no_reason():
 def test_the_allocator_named_where_solo_under_the_sandbox_allocator_agrees():
     row = _row(verifier=0.72, solo_alloc=0.67)
     assert why(row) == "allocator: solo with the sandbox's allocator reads 0.67x"
+
+
+def test_inputs_from_memory_named_where_solo_in_the_verifiers_regime_agrees():
+    row = _row(verifier=0.80, solo_alloc=1.30, solo_regime=0.84, regime_sets=49)
+    assert why(row) == "inputs from memory: solo with the sandbox's allocator on 49 fresh input sets (a window's) reads 0.84x"
+    row["fidelity_regime"] = row["verifier"] / row["solo_regime"]
+    counts = summary([row, _row()])
+    assert counts["off_by_inputs_from_memory"] == 1 and counts["off_by_allocator"] == 0
+    assert counts["regime"]["measured"] == 1 and abs(counts["regime"]["median"] - 0.80 / 0.84) < 1e-9
+
+
+def test_the_allocator_is_named_before_the_regime_that_includes_it():
+    row = _row(verifier=0.72, solo_alloc=0.70, solo_regime=0.74, regime_sets=20)
+    assert why(row).startswith("allocator: ")
+
+
+def test_the_regime_figure_is_said_where_nothing_explains_the_verifier():
+    row = _row(verifier=0.5, alt=1.4, solo_alloc=1.2, solo_regime=0.9, regime_sets=12)
+    assert why(row).endswith(", solo with the sandbox's allocator 1.20x, in the verifier's regime 0.90x")
 
 
 def test_solo_own_spread_named_where_the_verifier_lies_within_its_runs():
