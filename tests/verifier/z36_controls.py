@@ -27,7 +27,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "verifier")]
 THREADS = 2  # the verifier's thread budget in the tests (VerifySettings.for_tests)
 
 
-PREBUILT_ENV = "Z36_VERIFIER_CACHE"  # the run's verifier cache: a torch extension it built is loaded, not rebuilt
+PREBUILT_ENV = "Z36_VERIFIER_CACHE"  # the run's verifier cache: a torch extension and the observer it built are reused
 
 
 def load(case, work: Path):
@@ -106,7 +106,7 @@ def blinds_the_observer(case, work: Path) -> dict:
     from verifier.sandbox.arena import Arena
     from verifier.sandbox.observer import PAGE_BYTES, ObserverPage, RunnerObserver, library
 
-    path, why = library(work / "cache")
+    path, why = library(Path(os.environ.get(PREBUILT_ENV) or work / "cache"))  # the run's, where built already
     if path is None:
         return {"acted": False, "why": why}
     page = ObserverPage(Arena.create(PAGE_BYTES, "z36-observer"))
