@@ -23,12 +23,11 @@ demo: $(STAMP)
 	$(BIN)/evokernel demo --out runs/demo
 
 test: $(STAMP)
-	# three workers on CI's 2 cores: with two, the cores were busy 75% of the time (35 CPU-minutes in 23.5
-	# minutes: the rest waits on subprocesses, servers and sleeps), and a third fills that; loadscope runs
-	# each module whole on one worker (its module fixtures made once), in the order tests/scheduling.py
-	# gives (slowest first). A worker that dies (a native abort) ends the run at once, reported: xdist 3.8
-	# replacing it under loadscope can leave every worker idle until CI's time limit (pytest-xdist issue 1378)
-	bash scripts/run_tests.sh -n 3 --dist loadscope --no-loadscope-reorder --max-worker-restart 0
+	# two workers (CI has 2 cores, and the suite keeps both busy); loadscope runs each module whole on one
+	# worker (its module fixtures made once), in the order tests/scheduling.py gives (slowest first). A
+	# worker that dies (a native abort) ends the run at once, reported: xdist 3.8 replacing it under
+	# loadscope can leave both workers idle until CI's time limit (pytest-xdist issue 1378)
+	bash scripts/run_tests.sh -n 2 --dist loadscope --no-loadscope-reorder --max-worker-restart 0
 
 bench: $(STAMP)
 	$(BIN)/python -m benchmarks
