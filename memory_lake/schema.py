@@ -67,7 +67,7 @@ ATTEMPTS = pa.schema([
     ("flops", pa.int64()),  # FlopCounterMode on the reference + one per element of other compute ops
     ("achieved_gbs", pa.float64()),  # bytes_moved / candidate time
     ("achieved_gflops", pa.float64()),
-    ("roof_gbs", pa.float64()),  # the machine's probed bandwidth at this working set
+    ("roof_gbs", pa.float64()),  # the machine's probed bandwidth at the timed window's working set
     ("memory_gbs", pa.float64()),  # the machine's probed bandwidth from memory
     ("peak_gflops", pa.float64()),  # the machine's probed FMA throughput
     ("roof_fraction", pa.float64()),  # shortest possible time / measured time (1 = on the roofline)

@@ -30,6 +30,37 @@ def test_a_cache_sized_working_set_meets_the_cache_roof():
     assert "for its 4 kB working set (50 GB/s of 100 GB/s from cache; 24 GB/s from memory)" in roof.line()
 
 
+def test_a_window_of_fresh_inputs_that_outgrows_the_caches_meets_the_memory_roof():
+    work = Workload(bytes_moved=4_000_000, flops=1_000_000, fresh_bytes=4_000_000)  # mse_loss's 4 MB a call
+    alone = position(work, seconds=4e6 / 50e9, peaks=PEAKS)
+    assert alone.roof_gbs == 100.0 and alone.window_bytes == 0
+    roof = position(work, seconds=4e6 / 12e9, peaks=PEAKS, calls=250)  # 1 GB a window
+    assert roof.roof_gbs == 24.0 and roof.window_bytes == 10**9 and roof.fraction == pytest.approx(0.5)
+    assert roof.line() == ("roofline: memory-bound (0.25 FLOP/byte); reaches 50% of measured memory bandwidth "
+                           "(12 GB/s of 24 GB/s; every call has fresh inputs, so a timed window's 1 GB come from memory)")
+
+
+def test_parameters_count_once_in_a_window():
+    work = Workload(bytes_moved=10**6 + 1_000, flops=10, fresh_bytes=1_000)  # a 1 MB weight, 1 kB a call
+    roof = position(work, seconds=1e-4, peaks=PEAKS, calls=200)
+    assert roof.window_bytes == 10**6 + 200 * 1_000 and roof.roof_gbs == 100.0
+    assert "for its 1 MB a call (1.2 MB a timed window) working set" in roof.line()
+    unsplit = Workload(bytes_moved=10**6, flops=10)  # fresh bytes not counted apart: every byte is a call's
+    assert position(unsplit, seconds=1e-4, peaks=PEAKS, calls=1_000).roof_gbs == 24.0
+
+
+def test_the_latency_gate_puts_the_time_on_the_roof_of_its_windows():
+    from verifier.gates.latency import WindowFacts
+
+    work = Workload(bytes_moved=4_000_000, flops=10, fresh_bytes=4_000_000)
+    result = summarise(_times(4e6 / 20e9 * 1e3, 0.4), 500, bound=10.0, workload=work, peaks=PEAKS,
+                       facts=WindowFacts(calls_per_window=250))
+    assert result.roofline.roof_gbs == 24.0 and not result.flagged
+    flagged = summarise(_times(4e6 / 60e9 * 1e3, 0.4), 500, bound=10.0, workload=work, peaks=PEAKS,
+                        facts=WindowFacts(calls_per_window=250))
+    assert flagged.flagged and "implausible by roofline" in flagged.flag_reason  # 60 GB/s from memory: not real
+
+
 def test_compute_bound_position():
     roof = position(Workload(bytes_moved=10**6, flops=10**10), seconds=0.5, peaks=PEAKS)
     assert roof.bound == "compute" and roof.fraction == pytest.approx(0.1)
@@ -78,9 +109,10 @@ def test_workload_of_a_reference_counts_each_tensor_once():
     linear = torch.nn.Sequential(torch.nn.Linear(300, 128), torch.nn.ReLU())
     work = count_workload(linear, [x])
     assert work.bytes_moved == 4 * (64 * 300 + 300 * 128 + 128 + 64 * 128)
+    assert work.fresh_bytes == 4 * (64 * 300 + 64 * 128)  # the input and the output: new every call
     assert work.flops == 2 * 64 * 300 * 128 + 64 * 128  # addmm by FlopCounterMode's formula, relu one per element
     view = count_workload(_Flatten(), [x])  # the output aliases the input: nothing computed, bytes once
-    assert view == Workload(bytes_moved=4 * 64 * 300, flops=0)
+    assert view == Workload(bytes_moved=4 * 64 * 300, flops=0, fresh_bytes=4 * 64 * 300)
 
 
 @pytest.mark.parametrize("model, shape", [

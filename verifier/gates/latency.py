@@ -81,7 +81,7 @@ def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0, w
     low, high = median_ci(logs, resamples, np.random.default_rng(seed))
     speedup = float(np.exp(np.median(logs)))
     candidate_ms = float(np.median(cand))
-    roof = position(workload, candidate_ms / 1e3, peaks) if workload and peaks else None
+    roof = position(workload, candidate_ms / 1e3, peaks, facts.calls_per_window) if workload and peaks else None
     reasons, note = [], ""
     if roof is not None and roof.implausible:
         reasons.append(f"implausible by roofline: {roof.implausible_reason()}: review before trusting")

@@ -74,7 +74,7 @@ class Reference:
                 if isinstance(message, msg.RefDone):
                     return
                 if isinstance(message, msg.RefWorkload):
-                    self.workload = _WORKLOADS[self._key] = Workload(message.bytes_moved, message.flops)
+                    self.workload = _WORKLOADS[self._key] = Workload(message.bytes_moved, message.flops, message.fresh_bytes)
                     continue
                 self.trials[message.index] = (message, _outputs(message))
         except (PeerFailure, ValueError) as exc:

@@ -198,6 +198,7 @@ class RefWorkload:
     KIND: ClassVar[str] = "ref-workload"
     bytes_moved: int
     flops: int
+    fresh_bytes: int = 0  # inputs and outputs (verifier.roofline.Workload)
 
 
 @dataclass(frozen=True)

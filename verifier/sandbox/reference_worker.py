@@ -139,7 +139,7 @@ class Worker:
         except Exception as exc:  # an op the dispatch counters cannot follow
             print(f"workload not counted: {type(exc).__name__}: {exc}", file=sys.stderr)
             return None
-        return msg.RefWorkload(work.bytes_moved, work.flops)
+        return msg.RefWorkload(work.bytes_moved, work.flops, work.fresh_bytes)
 
     # ---- the timing service ------------------------------------------------------------------------
     def serve(self) -> bool:

@@ -63,8 +63,9 @@ def count_workload(model: torch.nn.Module, inputs: list) -> Workload:
     counter = _FlopCounter()
     with torch.no_grad(), counter:
         result = model(*inputs)
-    tensors = list(_tensors(inputs)) + list(_tensors(result)) + list(model.parameters()) + list(model.buffers())
-    return Workload(bytes_moved=_unique_bytes(tensors), flops=counter.flops)
+    fresh = list(_tensors(inputs)) + list(_tensors(result))
+    tensors = fresh + list(model.parameters()) + list(model.buffers())
+    return Workload(bytes_moved=_unique_bytes(tensors), flops=counter.flops, fresh_bytes=_unique_bytes(fresh))
 
 
 def _tensors(value):
