@@ -114,13 +114,13 @@ class RooflinePosition:
                      f"{self.memory_gbs:.3g} GB/s from memory)")
         else:
             where = (f"; every call has fresh inputs, so a timed window's {_size(self.window_bytes)} come from memory"
-                     if self.window_bytes > self.bytes_moved else "")
+                     if self.window_bytes else "")
             reach = (f"reaches {share} of measured memory bandwidth "
                      f"({self.achieved_gbs:.3g} GB/s of {self.roof_gbs:.3g} GB/s{where})")
         return f"roofline: {self.bound}-bound ({self.intensity:.3g} FLOP/byte); {reach}"
 
     def _working_set(self) -> str:
-        if self.window_bytes > self.bytes_moved:
+        if self.window_bytes:
             return f"{_size(self.bytes_moved)} a call ({_size(self.window_bytes)} a timed window)"
         return _size(self.bytes_moved)
 
