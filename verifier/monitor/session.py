@@ -30,6 +30,7 @@ from verifier.monitor.builds import BuildLimits, BuildService
 from verifier.monitor.correctness_phase import IntegrityProblem, Peers, correctness
 from verifier.monitor.peers import PeerFailure
 from verifier.monitor.pool import POOL, PRIMED_BYTES
+from verifier.monitor.reaper import REAPER
 from verifier.monitor.reference import Reference, ReferenceFailed, task_key
 from verifier.monitor.sites import RunnerSite, RunnerSpec
 from verifier.monitor.cpu_sampler import PERIOD_NS, SPARSE_PERIOD_NS, CpuSampler
@@ -292,8 +293,7 @@ class Session:
             if site is self._reference_site and self.reference is not None:
                 self.reference.detach()
             site.close()
-        for arena in self._arenas:
-            arena.close()
+        REAPER.later([arena.close for arena in self._arenas])  # freeing their pages is no part of the verdict
         self._sites, self._arenas = [], []
 
 

@@ -48,6 +48,7 @@ from verifier.monitor.output_checks import SAMPLE, CheckPlan, check_round, misma
 from verifier.monitor import window_size
 from verifier.monitor.peers import PeerFailure
 from verifier.monitor.priority import Boost
+from verifier.monitor.reaper import REAPER
 from verifier.monitor.reference import Reference
 from verifier.monitor.rounds import Rounds, Side, Spent, Turn, disturbance
 from verifier.sandbox import messages as msg
@@ -116,6 +117,7 @@ def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan
             device: bool, machine_s: float, owned: list) -> Measurement:
     """Time every side against ``sides[0]`` (whose outputs every other side's are checked against);
     ``drawer``: the reference worker that draws the inputs (``sides[0]``'s process)."""
+    REAPER.drain()  # an earlier verification's arenas still being freed would share the CPUs with the windows
     with Boost() if timing.boost else _NoBoost() as boost:
         spent = Spent()
         first = Rounds(sides, drawer, window_size.single(drawer), boost, machine_s, spent, owned)
