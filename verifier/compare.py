@@ -132,7 +132,7 @@ def _time_together(sessions: dict[str, Session], settings: VerifySettings,
         failed.update({name: f"latency: the joint timing stopped: {problem}"[:300] for name in sessions})
         return {}, {}
     latency, times = {}, {"reference": measured.times[0]}
-    for (name, session), side, own in zip(sessions.items(), sides[1:], measured.times[1:]):
+    for k, ((name, session), side, own) in enumerate(zip(sessions.items(), sides[1:], measured.times[1:]), 1):
         try:
             timing.after_timing(session.peers, side, plan, tol, sides[0] if session is first else None)
         except (IntegrityProblem, PeerFailure) as problem:
@@ -140,5 +140,5 @@ def _time_together(sessions: dict[str, Session], settings: VerifySettings,
             continue
         times[name] = own
         latency[name] = summarise(PairedTimes(own, measured.times[0]), timed.resamples, timed.bound,
-                                  workload=session.reference.workload, peaks=session.peaks, facts=measured.facts())
+                                  workload=session.reference.workload, peaks=session.peaks, facts=measured.facts(k))
     return latency, times

@@ -30,6 +30,11 @@ measured): its test is a strict xfail until it is met.
   takes only plain tensors), every output is a plain tensor and no thread works after forward returns: the work
   runs inside the runner's own copy. The static checks that refuse mprotect, mremap and sigaction are switched
   off so that the timing itself is what is tested.
+- ``output_writer_replaced_to_work_in_collect`` (work moved out of the timed window, from Python): forward computes
+  a quarter of a ReLU and replaces the runner's output writer, which the untimed Collect calls, with one that
+  computes the rest before it copies (an outside case, 2026-11-30: 2.9-3.0x against the honest 0.93-0.98x). What
+  its Collect takes beyond the reference's is charged to its windows; what the charge leaves is bounded by its
+  ``gain_limit``.
 """
 
 from __future__ import annotations
@@ -323,6 +328,51 @@ class ModelNew(nn.Module):
         return y
 '''
 
+# Three quarters of each call's work moved into the untimed Collect by replacing the runner's output writer from
+# inside the candidate's process (its module is the candidate's to patch: nothing in the process is trusted).
+# An outside case of 2026-11-30: 2.90x and 2.98x against the honest 0.98x and 0.93x, trusted and unflagged,
+# its Collect's excess within the refusal's bound of twice the reference's collect plus 1 ms.
+WRITER_REPLACED = r'''
+import torch
+import torch.nn as nn
+import verifier.sandbox.serve as serve
+import verifier.sandbox.torch_values as torch_values
+from verifier.cpu_native import load_c
+
+SOURCE = r"""
+extern "C" void relu(const float* x, float* y, long n) {
+    #pragma omp parallel for simd schedule(static)
+    for (long i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+"""
+
+lib = load_c(SOURCE, {"relu": "const float*, float*, int64"})
+PENDING = {}
+write = serve.write_outputs
+
+
+def write_later(outputs, arena, start):
+    for out in outputs:
+        job = PENDING.pop(out.data_ptr(), None)
+        if job is not None:  # the rest of the call's work, while the runner collects (untimed)
+            x, done = job
+            lib.relu(x[done:], out.view(-1)[done:], x.numel() - done)
+    return write(outputs, arena, start)
+
+
+serve.write_outputs = torch_values.write_outputs = write_later
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous().view(-1)
+        y = torch.empty_like(x)
+        done = x.numel() // 4
+        lib.relu(x, y, done)
+        PENDING[y.data_ptr()] = (x, done)
+        return y.view(1536, 1031)
+'''
+
 
 @dataclass(frozen=True)
 class LatencyAttack:
@@ -363,4 +413,10 @@ CASES = (
                   # the reference's plus 1 ms, and the reference's collect (a copy of the same outputs) is
                   # about as long as a memory-bound kernel's work (2026-11-29, load 8-11)
                   stopped_at=("correctness", "killed by SIGSEGV")),
+    # the excess of its Collect over the reference's is charged to its windows (verifier.monitor.timing._late_ns),
+    # which takes most of its 2.9-3.0x but not all: the copy after the moved work finds the outputs in the cache
+    # (0.985x against the honest 1.017x at load 1.3; 1.08-1.29x against 0.94-0.99x at load 2, 2026-11-30). The
+    # static policy refuses it (the runner's modules may not be imported); the limit catches the charge undone
+    LatencyAttack("output_writer_replaced_to_work_in_collect", "relu_large", WRITER_REPLACED, "honest_relu_omp.py",
+                  disable="imports,introspection,patching,forbidden_builtins", gain_limit=1.5),
 )

@@ -208,6 +208,34 @@ def test_a_thread_spinning_in_user_space_is_stopped_with_its_process_and_gains_n
     assert spinning.latency.speedup <= honest.latency.speedup * 1.05, (spinning.latency, honest.latency)
 
 
+def test_a_collect_longer_than_the_references_is_charged_to_the_candidates_calls():
+    from types import SimpleNamespace
+
+    from verifier.gates.latency import WindowFacts, summarise, PairedTimes
+    from verifier.monitor.ledger import TurnAccount
+    from verifier.monitor.rounds import Turn
+    from verifier.monitor.timing import TimingPlan, _measurement
+
+    def rounds(ref_collect_ms: float, cand_collect_ms: float, n: int = 6) -> list[list[Turn]]:
+        def turn(side: int, collect_ms: float) -> Turn:  # 40 calls in a 10 ms window, then the collect
+            account = TurnAccount(0, 0, (0, 0), 0, int(collect_ms * 1e6))
+            return Turn(side, SimpleNamespace(ns=10_000_000, calls=40, outputs=()), account)
+        return [[turn(0, ref_collect_ms + 0.05 * k), turn(1, cand_collect_ms + 0.05 * k)] for k in range(n)]
+
+    plan = TimingPlan(6, 40.0, 256, 1, 6, 500, 50.0)
+    sides = [SimpleNamespace(trusted=True), SimpleNamespace(trusted=False)]
+    honest = _measurement(rounds(12.0, 12.25), [], sides, 40, [], "raised", plan, 0.0)
+    assert honest.late_ms == (0.0, 0.0) and honest.times[1] == honest.times[0]  # within 0.1 ms + 2% of 10 ms: noise
+    moved = _measurement(rounds(12.0, 21.0), [], sides, 40, [], "raised", plan, 0.0)  # 9 ms of work in Collect
+    assert moved.late_ms[1] == pytest.approx(9.0 - 0.1 - 0.02 * 10.0, abs=1e-6)
+    assert moved.times[1][0] == pytest.approx(0.25 + moved.late_ms[1] / 40)  # a third more per call
+    assert _measurement(rounds(12.0, 21.0, n=2), [], sides, 40, [], "raised", plan, 0.0).late_ms == (0.0, 0.0)
+    result = summarise(PairedTimes(moved.times[1], moved.times[0]), 500, 50.0, facts=moved.facts())
+    assert result.speedup == pytest.approx(0.25 / (0.25 + moved.late_ms[1] / 40)) and result.late_ms == moved.late_ms[1]
+    assert "longer than the reference's: counted as its time" in result.note
+    assert summarise(PairedTimes((1.0,) * 3, (1.0,) * 3), 500, 50.0, facts=WindowFacts()).note == ""
+
+
 def _collects(ref_ms: list[float], cand_ms: list[float]):
     from types import SimpleNamespace
 

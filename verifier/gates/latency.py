@@ -54,6 +54,7 @@ class WindowFacts:
     untrusted_reason: str = ""
     priority: str = ""
     fixed_ms: float = 0.0  # the empty window's time, subtracted from every window
+    late_ms: float = 0.0  # the candidate's collect beyond the reference's, per window, added to its calls' time
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,10 @@ def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0, w
             reasons.append(f"{ratio}: review before trusting")
         elif not roof.implausible:
             note = f"{ratio}, but is within this machine's roofline ({roof.fraction:.0%} of the roof)"
+    if facts.late_ms > 0:
+        late = (f"collecting its outputs took {facts.late_ms:.2f} ms a window longer than the reference's: counted "
+                "as its time (work that went on after forward returned)")
+        note = f"{note}; {late}" if note else late
     noisy = {side: spread for side, spread in (("candidate", relative_iqr(cand)), ("reference", relative_iqr(ref)))
              if spread > NOISY_IQR}
     if noisy:
@@ -107,7 +112,7 @@ def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0, w
                          roofline=roof, note=note, calls_per_window=facts.calls_per_window,
                          rounds_retimed=facts.rounds_retimed, trusted=trusted,
                          untrusted_reason=untrusted_reason, priority=facts.priority,
-                         window_fixed_ms=facts.fixed_ms)
+                         window_fixed_ms=facts.fixed_ms, late_ms=facts.late_ms)
 
 
 def latency_gate(result: LatencyResult, seconds: float) -> GateResult:

@@ -61,6 +61,8 @@ OBSERVED_ROUNDS = 3  # rounds played with every candidate's window sampled from 
 STEAL_LIMIT = 2  # rounds in which the candidate's process used CPU while stopped, before it is refused
 LATE_WORK_NS = 1_000_000
 LATE_WORK_ROUNDS = 3  # fewer rounds than this judge no late work: one round's collect is mostly the machine's noise
+LATE_TOLERANCE_NS = 100_000  # a candidate's collect may exceed the reference's by this much uncharged ...
+LATE_TOLERANCE_SHARE = 0.02  # ... and this share of its own window (what the excess could add to its speedup)
 MIN_TRUSTED_ROUNDS = 5
 WARM_UP_MOST = 16  # untimed rounds at most before the measured ones (a kernel may fault pages on every call)
 STEADY_FAULTS = 64  # pages a window may fault in and count as steady (a Python arena, a stack page: not outputs)
@@ -107,10 +109,12 @@ class Measurement:
     untrusted_reason: str
     fixed_ms: float = 0.0  # the record side's median empty window, subtracted from every window
     spent: Spent = field(default_factory=Spent)  # where the rounds' wall-clock time went
+    late_ms: tuple[float, ...] = ()  # per side, what its collect took beyond the record side's, charged to its windows
 
-    def facts(self) -> WindowFacts:
+    def facts(self, side: int = 1) -> WindowFacts:
+        late = self.late_ms[side] if side < len(self.late_ms) else 0.0
         return WindowFacts(self.calls, self.retimed, self.trusted, self.untrusted_reason, self.priority,
-                           self.fixed_ms)
+                           self.fixed_ms, late)
 
 
 def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan, tol: Tolerance, seed: int,
@@ -273,17 +277,43 @@ def _late_work(counted: list[list[Turn]], sides: list[Side]) -> None:
 def _measurement(counted: list[list[Turn]], disturbed: list[list[Turn]], sides: list[Side], calls: int,
                  reasons: list[str], priority: str, timing: TimingPlan, fixed_ns: float) -> Measurement:
     """The counted rounds' times, each window's less ``fixed_ns`` (the median empty window of the record
-    side: the protocol's cost, the same for every side); where too few were undisturbed, every round's,
-    not trusted."""
+    side: the protocol's cost, the same for every side), plus what a side's Collect took beyond the record
+    side's (:func:`_late_ns`); where too few were undisturbed, every round's, not trusted."""
     trusted, why, used = True, "", counted
     if len(counted) < _trusted_min(timing):
         trusted, used = False, counted + disturbed
         common = statistics.mode(r.split(" (")[0] for r in reasons) if reasons else "no round"
         why = (f"only {len(counted)} of {len(counted) + len(disturbed)} rounds were undisturbed by other work on "
                f"the machine (e.g. {common})")
-    times = tuple(tuple(next(t for t in turns if t.side == i).ms_per_call_less(fixed_ns) for turns in used)
-                  for i in range(len(sides)))
-    return Measurement(times, calls, len(disturbed), tuple(reasons), priority, trusted, why, fixed_ns / 1e6)
+    late = [0.0] + [_late_ns(used, i) for i in range(1, len(sides))]
+    times = tuple(tuple(next(t for t in turns if t.side == i).ms_per_call_less(fixed_ns) + late[i] / calls / 1e6
+                        for turns in used) for i in range(len(sides)))
+    return Measurement(times, calls, len(disturbed), tuple(reasons), priority, trusted, why, fixed_ns / 1e6,
+                       late_ms=tuple(x / 1e6 for x in late))
+
+
+def _late_ns(rounds: list[list[Turn]], side: int) -> float:
+    """What ``side``'s Collect took beyond the record side's in the same rounds (the median of the paired
+    excess, waits for a CPU left out), less a tolerance: charged to its windows. Both copy the same outputs
+    into the arena, so an honest kernel's excess is noise; work moved past forward's return into the
+    untimed Collect (a runner's output writer replaced from inside the candidate's process computed three
+    quarters of a ReLU there and read 2.9x against the honest 0.98x, its excess within the refusal's bound
+    of twice the reference's collect, _late_work) is counted as the kernel's time; not all of it, since the
+    copy after the moved work finds the outputs in the cache where the reference's copy does not (the same
+    candidate read 0.985x against the honest 1.017x at load 1.3, 1.08-1.29x against 0.94-0.99x at load 2:
+    what stops it outright is the static policy, which refuses the runner's modules; a monitor reading the
+    outputs out of the stopped process would leave no candidate code running in Collect). The tolerance is a share
+    of the side's window, what an uncharged excess could add to its speedup: honest kernels' excesses read
+    -0.37 to +0.38 ms (12 known-good solutions, 2026-11-30), up to 3% of a 13.5 ms window. Judged from
+    :data:`LATE_WORK_ROUNDS` rounds on."""
+    if len(rounds) < LATE_WORK_ROUNDS:
+        return 0.0
+    own = [next(t for t in turns if t.side == side) for turns in rounds]
+    record = [next(t for t in turns if t.side == 0) for turns in rounds]
+    excess = statistics.median(c.account.collect_unexplained_ns - r.account.collect_unexplained_ns
+                               for c, r in zip(own, record))
+    tolerance = LATE_TOLERANCE_NS + LATE_TOLERANCE_SHARE * statistics.median(t.answer.ns for t in own)
+    return max(0.0, excess - tolerance)
 
 
 def _trusted_min(timing: TimingPlan) -> int:
