@@ -413,7 +413,7 @@ CASES = (
                   # the reference's plus 1 ms, and the reference's collect (a copy of the same outputs) is
                   # about as long as a memory-bound kernel's work (2026-11-29, load 8-11)
                   stopped_at=("correctness", "killed by SIGSEGV")),
-    # the excess of its Collect over the reference's is charged to its windows (verifier.monitor.timing._late_ns),
+    # the excess of its Collect over the reference's is charged to its windows (verifier.monitor.late_work.late_ns),
     # which takes most of its 2.9-3.0x but not all: the copy after the moved work finds the outputs in the cache
     # (0.985x against the honest 1.017x at load 1.3; 1.08-1.29x against 0.94-0.99x at load 2, 2026-11-30). The
     # static policy refuses it (the runner's modules may not be imported); the limit catches the charge undone

@@ -299,7 +299,7 @@ def test_a_verification_of_a_steady_kernel_ends_its_latency_rounds_early(tmp_pat
 
 def test_late_work_is_judged_on_paired_rounds_and_never_on_one():
     from verifier.monitor.correctness_phase import IntegrityProblem
-    from verifier.monitor.timing import _late_work
+    from verifier.monitor.late_work import late_work as _late_work
 
     _late_work(*_collects([0.0], [1.01]))  # one round (CI, under load): the machine's noise, no judgement
     _late_work(*_collects([1.2, 0.1, 1.5, 1.3], [1.4, 1.3, 1.7, 1.4]))  # the same copy, load on one round

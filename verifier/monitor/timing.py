@@ -44,6 +44,7 @@ from verifier.gates.correctness import Tolerance, check_trials
 from verifier.gates.latency import PairedTimes, WindowFacts, latency_gate, summarise
 from verifier.monitor.correctness_phase import IntegrityProblem, Peers, run_trial
 from verifier.monitor.early_end import ends_early
+from verifier.monitor.late_work import late_ns, late_work
 from verifier.monitor.output_checks import SAMPLE, CheckPlan, check_round, mismatch
 from verifier.monitor import window_size
 from verifier.monitor.peers import PeerFailure
@@ -59,10 +60,6 @@ from verifier.seeds import derive_seed
 CALIBRATION_ROUNDS = 2  # one-call rounds before the windows are sized (the fastest call sizes them)
 OBSERVED_ROUNDS = 3  # rounds played with every candidate's window sampled from outside, never counted
 STEAL_LIMIT = 2  # rounds in which the candidate's process used CPU while stopped, before it is refused
-LATE_WORK_NS = 1_000_000
-LATE_WORK_ROUNDS = 3  # fewer rounds than this judge no late work: one round's collect is mostly the machine's noise
-LATE_TOLERANCE_NS = 100_000  # a candidate's collect may exceed the reference's by this much uncharged ...
-LATE_TOLERANCE_SHARE = 0.02  # ... and this share of its own window (what the excess could add to its speedup)
 MIN_TRUSTED_ROUNDS = 5
 WARM_UP_MOST = 16  # untimed rounds at most before the measured ones (a kernel may fault pages on every call)
 STEADY_FAULTS = 64  # pages a window may fault in and count as steady (a Python arena, a stack page: not outputs)
@@ -144,7 +141,7 @@ def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan
         finally:
             first.release_all()
         priority = "raised" if boost.granted else boost.reason
-    _late_work(counted or disturbed, sides)
+    late_work(counted or disturbed, sides)
     fixed = window_size.fixed_cost([t for turns in [calibration, *counted, *disturbed] for t in turns])
     return replace(_measurement(counted, disturbed, sides, rounds.layout.calls, reasons, priority, timing, fixed),
                    spent=spent)
@@ -252,68 +249,22 @@ def _observed(turns: list[Turn]) -> None:
         raise IntegrityProblem(problem)
 
 
-def _late_work(counted: list[list[Turn]], sides: list[Side]) -> None:
-    """The time a candidate's Collect took against the reference's in the same round, less what both spent
-    waiting for a CPU (other work on the machine): work left running after forward returned makes every
-    collect of its outputs slow. Judged on the median over rounds of the paired excess, from
-    :data:`LATE_WORK_ROUNDS` rounds on (a single round's collect under load read 0.00 ms for the reference
-    and 1.01 ms for an honest fused kernel)."""
-    if len(counted) < LATE_WORK_ROUNDS:
-        return
-    collect = {t.side: [] for t in counted[0]}
-    for turns in counted:
-        for t in turns:
-            collect[t.side].append(t.account.collect_unexplained_ns)
-    ref = statistics.median(collect[0])
-    for i, times in collect.items():
-        excess = statistics.median(c - r for c, r in zip(times, collect[0]))
-        if not sides[i].trusted and excess > 2 * ref + LATE_WORK_NS:
-            raise IntegrityProblem(f"collecting the outputs took {statistics.median(times) / 1e6:.2f} ms, the "
-                                   f"reference's {ref / 1e6:.2f} ms, {excess / 1e6:.2f} ms more in the same round "
-                                   f"(medians over {len(times)} rounds, waits for a CPU left out): work continued "
-                                   f"after forward returned")
-
-
 def _measurement(counted: list[list[Turn]], disturbed: list[list[Turn]], sides: list[Side], calls: int,
                  reasons: list[str], priority: str, timing: TimingPlan, fixed_ns: float) -> Measurement:
     """The counted rounds' times, each window's less ``fixed_ns`` (the median empty window of the record
     side: the protocol's cost, the same for every side), plus what a side's Collect took beyond the record
-    side's (:func:`_late_ns`); where too few were undisturbed, every round's, not trusted."""
+    side's (verifier.monitor.late_work.late_ns); where too few were undisturbed, every round's, not trusted."""
     trusted, why, used = True, "", counted
     if len(counted) < _trusted_min(timing):
         trusted, used = False, counted + disturbed
         common = statistics.mode(r.split(" (")[0] for r in reasons) if reasons else "no round"
         why = (f"only {len(counted)} of {len(counted) + len(disturbed)} rounds were undisturbed by other work on "
                f"the machine (e.g. {common})")
-    late = [0.0] + [_late_ns(used, i) for i in range(1, len(sides))]
+    late = [0.0] + [late_ns(used, i) for i in range(1, len(sides))]
     times = tuple(tuple(next(t for t in turns if t.side == i).ms_per_call_less(fixed_ns) + late[i] / calls / 1e6
                         for turns in used) for i in range(len(sides)))
     return Measurement(times, calls, len(disturbed), tuple(reasons), priority, trusted, why, fixed_ns / 1e6,
                        late_ms=tuple(x / 1e6 for x in late))
-
-
-def _late_ns(rounds: list[list[Turn]], side: int) -> float:
-    """What ``side``'s Collect took beyond the record side's in the same rounds (the median of the paired
-    excess, waits for a CPU left out), less a tolerance: charged to its windows. Both copy the same outputs
-    into the arena, so an honest kernel's excess is noise; work moved past forward's return into the
-    untimed Collect (a runner's output writer replaced from inside the candidate's process computed three
-    quarters of a ReLU there and read 2.9x against the honest 0.98x, its excess within the refusal's bound
-    of twice the reference's collect, _late_work) is counted as the kernel's time; not all of it, since the
-    copy after the moved work finds the outputs in the cache where the reference's copy does not (the same
-    candidate read 0.985x against the honest 1.017x at load 1.3, 1.08-1.29x against 0.94-0.99x at load 2:
-    what stops it outright is the static policy, which refuses the runner's modules; a monitor reading the
-    outputs out of the stopped process would leave no candidate code running in Collect). The tolerance is a share
-    of the side's window, what an uncharged excess could add to its speedup: honest kernels' excesses read
-    -0.37 to +0.38 ms (12 known-good solutions, 2026-11-30), up to 3% of a 13.5 ms window. Judged from
-    :data:`LATE_WORK_ROUNDS` rounds on."""
-    if len(rounds) < LATE_WORK_ROUNDS:
-        return 0.0
-    own = [next(t for t in turns if t.side == side) for turns in rounds]
-    record = [next(t for t in turns if t.side == 0) for turns in rounds]
-    excess = statistics.median(c.account.collect_unexplained_ns - r.account.collect_unexplained_ns
-                               for c, r in zip(own, record))
-    tolerance = LATE_TOLERANCE_NS + LATE_TOLERANCE_SHARE * statistics.median(t.answer.ns for t in own)
-    return max(0.0, excess - tolerance)
 
 
 def _trusted_min(timing: TimingPlan) -> int:

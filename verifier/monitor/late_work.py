@@ -1,0 +1,64 @@
+"""What a side did after ``forward`` returned, judged from its Collect (monitor side): the runner copies each
+window's outputs into the arena after the clock stops, in the side's own process, and both sides copy the same
+outputs, so a candidate's Collect that takes longer than the reference's in the same rounds is work that went on
+past its timed window. Far longer refuses the candidate (:func:`late_work`); the rest of the excess is charged to
+its windows (:func:`late_ns`, verifier.monitor.timing adds it). docs/timing.md: "What was taken out, and what is
+left"."""
+
+from __future__ import annotations
+
+import statistics
+
+from verifier.monitor.correctness_phase import IntegrityProblem
+from verifier.monitor.rounds import Side, Turn
+
+LATE_WORK_NS = 1_000_000
+LATE_WORK_ROUNDS = 3  # fewer rounds than this judge no late work: one round's collect is mostly the machine's noise
+LATE_TOLERANCE_NS = 100_000  # a candidate's collect may exceed the reference's by this much uncharged ...
+LATE_TOLERANCE_SHARE = 0.02  # ... and this share of its own window (what the excess could add to its speedup)
+
+
+def late_work(counted: list[list[Turn]], sides: list[Side]) -> None:
+    """The time a candidate's Collect took against the reference's in the same round, less what both spent
+    waiting for a CPU (other work on the machine): work left running after forward returned makes every
+    collect of its outputs slow. Judged on the median over rounds of the paired excess, from
+    :data:`LATE_WORK_ROUNDS` rounds on (a single round's collect under load read 0.00 ms for the reference
+    and 1.01 ms for an honest fused kernel)."""
+    if len(counted) < LATE_WORK_ROUNDS:
+        return
+    collect = {t.side: [] for t in counted[0]}
+    for turns in counted:
+        for t in turns:
+            collect[t.side].append(t.account.collect_unexplained_ns)
+    ref = statistics.median(collect[0])
+    for i, times in collect.items():
+        excess = statistics.median(c - r for c, r in zip(times, collect[0]))
+        if not sides[i].trusted and excess > 2 * ref + LATE_WORK_NS:
+            raise IntegrityProblem(f"collecting the outputs took {statistics.median(times) / 1e6:.2f} ms, the "
+                                   f"reference's {ref / 1e6:.2f} ms, {excess / 1e6:.2f} ms more in the same round "
+                                   f"(medians over {len(times)} rounds, waits for a CPU left out): work continued "
+                                   f"after forward returned")
+
+
+def late_ns(rounds: list[list[Turn]], side: int) -> float:
+    """What ``side``'s Collect took beyond the record side's in the same rounds (the median of the paired
+    excess, waits for a CPU left out), less a tolerance: charged to its windows. Both copy the same outputs
+    into the arena, so an honest kernel's excess is noise; work moved past forward's return into the
+    untimed Collect (a runner's output writer replaced from inside the candidate's process computed three
+    quarters of a ReLU there and read 2.9x against the honest 0.98x, its excess within the refusal's bound
+    of twice the reference's collect, :func:`late_work`) is counted as the kernel's time; not all of it, since the
+    copy after the moved work finds the outputs in the cache where the reference's copy does not (the same
+    candidate read 0.985x against the honest 1.017x at load 1.3, 1.08-1.29x against 0.94-0.99x at load 2:
+    what stops it outright is the static policy, which refuses the runner's modules; a monitor reading the
+    outputs out of the stopped process would leave no candidate code running in Collect). The tolerance is a share
+    of the side's window, what an uncharged excess could add to its speedup: honest kernels' excesses read
+    -0.37 to +0.38 ms (12 known-good solutions, 2026-11-30), up to 3% of a 13.5 ms window. Judged from
+    :data:`LATE_WORK_ROUNDS` rounds on."""
+    if len(rounds) < LATE_WORK_ROUNDS:
+        return 0.0
+    own = [next(t for t in turns if t.side == side) for turns in rounds]
+    record = [next(t for t in turns if t.side == 0) for turns in rounds]
+    excess = statistics.median(c.account.collect_unexplained_ns - r.account.collect_unexplained_ns
+                               for c, r in zip(own, record))
+    tolerance = LATE_TOLERANCE_NS + LATE_TOLERANCE_SHARE * statistics.median(t.answer.ns for t in own)
+    return max(0.0, excess - tolerance)
