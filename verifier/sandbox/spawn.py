@@ -17,6 +17,7 @@ import json
 import os
 import select
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any, Sequence
@@ -219,22 +220,29 @@ def _fill(arg: str, channel: int, extra: list[int], keep: bool = False) -> str:
 
 class StatusLines:
     """The launcher's status pipe: a first line (the process's pid, once it is confined) and, from a
-    forked launcher, a last one (its exit status)."""
+    forked launcher, a last one (its exit status). Read under a lock: a reference worker's reader thread
+    asks for the exit status when its channel ends while the monitor's thread, which killed the worker,
+    waits for it, and one of them closing the pipe at its end must not leave the other selecting on a
+    closed descriptor ("Bad file descriptor", seen when a pool closed a primed worker)."""
 
     def __init__(self, fd: int) -> None:
         self._fd, self._buffer, self._lines = fd, b"", []
         self._first: str | None = None
+        self._lock = threading.RLock()
 
     def first(self, timeout_s: float) -> str:
-        if self._first is None:
-            self._read(time.monotonic() + timeout_s, until_line=True)
-            self._first = self._lines.pop(0) if self._lines else ""
-        return self._first
+        with self._lock:
+            if self._first is None:
+                self._read(time.monotonic() + timeout_s, until_line=True)
+                self._first = self._lines.pop(0) if self._lines else ""
+            return self._first
 
     def exit_status(self) -> int | None:
         """The exit line's status once the launcher has exited (None: it wrote none)."""
-        self._read(time.monotonic() + 1.0, until_line=False)
-        for line in self._lines:
+        with self._lock:
+            self._read(time.monotonic() + 1.0, until_line=False)
+            lines = list(self._lines)
+        for line in lines:
             try:
                 data = json.loads(line)
             except ValueError:
@@ -244,6 +252,10 @@ class StatusLines:
         return None
 
     def _read(self, deadline: float, until_line: bool) -> None:
+        with self._lock:
+            self._read_locked(deadline, until_line)
+
+    def _read_locked(self, deadline: float, until_line: bool) -> None:
         while self._fd >= 0 and not (until_line and self._lines):
             ready, _, _ = select.select([self._fd], [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
@@ -257,6 +269,7 @@ class StatusLines:
             self._lines += [line.decode(errors="replace") for line in lines]
 
     def close(self) -> None:
-        if self._fd >= 0:
-            os.close(self._fd)
-            self._fd = -1
+        with self._lock:
+            if self._fd >= 0:
+                os.close(self._fd)
+                self._fd = -1
