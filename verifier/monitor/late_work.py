@@ -26,17 +26,12 @@ def late_work(counted: list[list[Turn]], sides: list[Side]) -> None:
     and 1.01 ms for an honest fused kernel)."""
     if len(counted) < LATE_WORK_ROUNDS:
         return
-    collect = {t.side: [] for t in counted[0]}
-    for turns in counted:
-        for t in turns:
-            collect[t.side].append(t.account.collect_unexplained_ns)
-    ref = statistics.median(collect[0])
-    for i, times in collect.items():
-        excess = statistics.median(c - r for c, r in zip(times, collect[0]))
-        if not sides[i].trusted and excess > 2 * ref + LATE_WORK_NS:
-            raise IntegrityProblem(f"collecting the outputs took {statistics.median(times) / 1e6:.2f} ms, the "
-                                   f"reference's {ref / 1e6:.2f} ms, {excess / 1e6:.2f} ms more in the same round "
-                                   f"(medians over {len(times)} rounds, waits for a CPU left out): work continued "
+    for i, side in enumerate(sides):
+        own, ref, excess = _paired(counted, i)
+        if not side.trusted and excess > 2 * ref + LATE_WORK_NS:
+            raise IntegrityProblem(f"collecting the outputs took {own / 1e6:.2f} ms, the reference's "
+                                   f"{ref / 1e6:.2f} ms, {excess / 1e6:.2f} ms more in the same round "
+                                   f"(medians over {len(counted)} rounds, waits for a CPU left out): work continued "
                                    f"after forward returned")
 
 
@@ -56,9 +51,15 @@ def late_ns(rounds: list[list[Turn]], side: int) -> float:
     :data:`LATE_WORK_ROUNDS` rounds on."""
     if len(rounds) < LATE_WORK_ROUNDS:
         return 0.0
-    own = [next(t for t in turns if t.side == side) for turns in rounds]
-    record = [next(t for t in turns if t.side == 0) for turns in rounds]
-    excess = statistics.median(c.account.collect_unexplained_ns - r.account.collect_unexplained_ns
-                               for c, r in zip(own, record))
-    tolerance = LATE_TOLERANCE_NS + LATE_TOLERANCE_SHARE * statistics.median(t.answer.ns for t in own)
-    return max(0.0, excess - tolerance)
+    excess = _paired(rounds, side)[2]
+    window = statistics.median(next(t for t in turns if t.side == side).answer.ns for turns in rounds)
+    return max(0.0, excess - LATE_TOLERANCE_NS - LATE_TOLERANCE_SHARE * window)
+
+
+def _paired(rounds: list[list[Turn]], side: int) -> tuple[float, float, float]:
+    """(``side``'s median Collect, the record side's, the median of the rounds' excess of one over the
+    other), ns, waits for a CPU left out."""
+    own = [next(t for t in turns if t.side == side).account.collect_unexplained_ns for turns in rounds]
+    record = [next(t for t in turns if t.side == 0).account.collect_unexplained_ns for turns in rounds]
+    return (statistics.median(own), statistics.median(record),
+            statistics.median(c - r for c, r in zip(own, record)))

@@ -228,7 +228,7 @@ class StatusLines:
     def __init__(self, fd: int) -> None:
         self._fd, self._buffer, self._lines = fd, b"", []
         self._first: str | None = None
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # first() and exit_status() read under it; close() at the end too
 
     def first(self, timeout_s: float) -> str:
         with self._lock:
@@ -252,10 +252,7 @@ class StatusLines:
         return None
 
     def _read(self, deadline: float, until_line: bool) -> None:
-        with self._lock:
-            self._read_locked(deadline, until_line)
-
-    def _read_locked(self, deadline: float, until_line: bool) -> None:
+        """Lines until ``deadline`` (or the first line, or the pipe's end); its callers hold the lock."""
         while self._fd >= 0 and not (until_line and self._lines):
             ready, _, _ = select.select([self._fd], [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
