@@ -117,7 +117,8 @@ def verified(task, source: str, settings: VerifySettings) -> dict:
     return {"verifier": lat.speedup, "ci": [lat.ci_low, lat.ci_high], "v_ref_ms": lat.reference_ms,
             "v_cand_ms": lat.candidate_ms, "trusted": lat.trusted, "untrusted_reason": lat.untrusted_reason,
             "retimed": lat.rounds_retimed,
-            "calls": lat.calls_per_window, "priority": lat.priority, "seconds": time.perf_counter() - started}
+            "calls": lat.calls_per_window, "priority": lat.priority, "late_ms": lat.late_ms, "early_ms": lat.early_ms,
+            "seconds": time.perf_counter() - started}
 
 
 def why(row: dict) -> str:

@@ -35,6 +35,13 @@ measured): its test is a strict xfail until it is met.
   computes the rest before it copies (an outside case, 2026-11-30: 2.9-3.0x against the honest 0.93-0.98x). What
   its Collect takes beyond the reference's is charged to its windows; what the charge leaves is bounded by its
   ``gain_limit``.
+- ``helpers_precompute_in_the_settle`` (work moved before the clock): two threads of the candidate's own spin on the
+  input views forward has seen (the arena's, the same addresses every round) and compute a sum of squares for every
+  view whose contents changed. The monitor writes a round's inputs while the runner is stopped and continues it up
+  to 5 ms before its clock starts (the settle: its idle threads go back to sleep), so the helpers finish part of
+  the window's calls before it begins and forward copies their results (an outside case, 2026-11-30: 1.72-1.92x
+  against the honest OpenMP kernel's 1.24-1.42x). The CPU sampler sees the candidate's own code run in the settle,
+  and that CPU time is charged to the round's window (verifier.monitor.late_work.early_ns).
 """
 
 from __future__ import annotations
@@ -374,6 +381,121 @@ class ModelNew(nn.Module):
 '''
 
 
+SETTLE_HELPERS_C = r"""
+#include <stdint.h>
+#define MAXS 2048
+#define ROWS 256
+static const float* volatile slot_ptr[MAXS];
+static volatile long nslots = 0;
+static volatile long g_cols = 0;
+static float cache_out[MAXS][ROWS];
+static volatile uint64_t cache_fp[MAXS];
+static volatile uint64_t done_fp[MAXS];
+static int state[MAXS];  /* 0 stale, 1 a helper computing, 2 ready, 3 forward computing */
+
+static uint64_t fingerprint(const float* x, long n) {
+    const uint32_t* w = (const uint32_t*)x;
+    uint64_t h = 1469598103934665603ull;
+    for (long i = 0; i < n; i += n / 16) { h ^= w[i]; h *= 1099511628211ull; }
+    h ^= w[n - 1]; h *= 1099511628211ull;
+    return h;
+}
+static void rows_sumsq(const float* x, float* y, long rows, long cols) {
+    for (long r = 0; r < rows; ++r) {
+        const float* row = x + r * cols;
+        double s = 0.0;
+        for (long c = 0; c < cols; ++c) s += (double)row[c] * (double)row[c];
+        y[r] = (float)s;
+    }
+}
+extern "C" void helper(long id) {  /* never returns: computes every view whose contents changed, from the back */
+    for (;;) {
+        long n = __atomic_load_n(&nslots, __ATOMIC_ACQUIRE), cols = g_cols;
+        if (n == 0 || cols == 0) { __builtin_ia32_pause(); continue; }
+        for (long k = n - 1; k >= 0; --k) {
+            const float* x = slot_ptr[k];
+            uint64_t f = fingerprint(x, ROWS * cols);
+            if (done_fp[k] == f) continue;
+            int s = __atomic_load_n(&state[k], __ATOMIC_ACQUIRE);
+            if (s == 1 || s == 3) continue;
+            if (!__atomic_compare_exchange_n(&state[k], &s, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) continue;
+            rows_sumsq(x, cache_out[k], ROWS, cols);
+            cache_fp[k] = f; done_fp[k] = f;
+            __atomic_store_n(&state[k], 2, __ATOMIC_RELEASE);
+        }
+        __builtin_ia32_pause();
+    }
+}
+extern "C" void lookup(const float* x, float* y, long rows, long cols) {  /* forward: a helper's result, or compute */
+    long n = nslots, k = 0;
+    while (k < n && slot_ptr[k] != x) ++k;
+    if (k == n && n < MAXS) { slot_ptr[n] = x; g_cols = cols; __atomic_store_n(&nslots, n + 1, __ATOMIC_RELEASE); }
+    if (k >= MAXS || rows != ROWS) { rows_sumsq(x, y, rows, cols); return; }
+    uint64_t f = fingerprint(x, rows * cols);
+    int s = __atomic_load_n(&state[k], __ATOMIC_ACQUIRE);
+    if (s == 2 && cache_fp[k] == f) {
+        for (long r = 0; r < rows; ++r) y[r] = cache_out[k][r];
+        return;
+    }
+    rows_sumsq(x, y, rows, cols);
+    if (s != 1 && __atomic_compare_exchange_n(&state[k], &s, 3, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        done_fp[k] = f;
+        __atomic_store_n(&state[k], 0, __ATOMIC_RELEASE);
+    }
+}
+"""
+SETTLE_HELPERS = '''
+import threading
+import torch
+import torch.nn as nn
+from verifier.cpu_native import load_c
+
+lib = load_c(r"""''' + SETTLE_HELPERS_C + '''""", {"helper": "int64", "lookup": "const float*, float*, int64, int64"})
+_SEEN = []  # every input view forward saw: the helpers read them while the runner waits for its next window
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        for i in range(2):
+            threading.Thread(target=lib.helper, args=(i,), daemon=True).start()
+
+    def forward(self, x):
+        x = x.contiguous()
+        if len(_SEEN) < 4096:
+            _SEEN.append(x)
+        y = torch.empty(x.shape[0], 1, dtype=x.dtype)
+        lib.lookup(x, y, x.shape[0], x.shape[1])
+        return y
+'''
+HONEST_SUMSQ = '''
+import torch
+import torch.nn as nn
+from verifier.cpu_native import load_c
+
+lib = load_c(r"""
+extern "C" void sumsq_rows(const float* x, float* y, long rows, long cols) {
+    #pragma omp parallel for schedule(static)
+    for (long r = 0; r < rows; ++r) {
+        const float* row = x + r * cols;
+        double s = 0.0;
+        #pragma omp simd reduction(+ : s)
+        for (long c = 0; c < cols; ++c) s += (double)row[c] * (double)row[c];
+        y[r] = (float)s;
+    }
+}
+""", {"sumsq_rows": "const float*, float*, int64, int64"})
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        x = x.contiguous()
+        y = torch.empty(x.shape[0], 1, dtype=x.dtype)
+        lib.sumsq_rows(x, y, x.shape[0], x.shape[1])
+        return y
+'''
+
+
 @dataclass(frozen=True)
 class LatencyAttack:
     name: str
@@ -419,4 +541,8 @@ CASES = (
     # static policy refuses it (the runner's modules may not be imported); the limit catches the charge undone
     LatencyAttack("output_writer_replaced_to_work_in_collect", "relu_large", WRITER_REPLACED, "honest_relu_omp.py",
                   disable="imports,introspection,patching,forbidden_builtins", gain_limit=1.5),
+    # uncharged: 1.72-1.92x against the honest 1.24-1.42x; charged, 1.27x against 1.24x (2026-11-30, load 0.8). The
+    # static policy refuses its threads (the import of threading; in C, c_threads)
+    LatencyAttack("helpers_precompute_in_the_settle", "sumsq_rows", SETTLE_HELPERS, HONEST_SUMSQ, disable="imports",
+                  gain_limit=1.15),
 )

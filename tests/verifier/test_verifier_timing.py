@@ -236,6 +236,34 @@ def test_a_collect_longer_than_the_references_is_charged_to_the_candidates_calls
     assert summarise(PairedTimes((1.0,) * 3, (1.0,) * 3), 500, 50.0, facts=WindowFacts()).note == ""
 
 
+def test_what_a_candidate_computed_before_its_clock_is_charged_to_that_rounds_window():
+    from types import SimpleNamespace
+
+    from verifier.gates.latency import PairedTimes, summarise
+    from verifier.monitor.ledger import TurnAccount
+    from verifier.monitor.rounds import Turn
+    from verifier.monitor.timing import TimingPlan, _measurement
+
+    def rounds(settle_ms: list[float]) -> list[list[Turn]]:
+        def turn(side: int, work_ms: float) -> Turn:  # 40 calls in a 10 ms window
+            return Turn(side, SimpleNamespace(ns=10_000_000, calls=40, outputs=()), TurnAccount(0, 0, (0, 0), 0, 0),
+                        settle_work_ns=int(work_ms * 1e6))
+        return [[turn(0, 0.0), turn(1, work)] for work in settle_ms]
+
+    plan = TimingPlan(6, 40.0, 256, 1, 6, 500, 50.0)
+    sides = [SimpleNamespace(trusted=True), SimpleNamespace(trusted=False)]
+    waiting = _measurement(rounds([0.0, 0.1, 0.25, 0.0, 0.3, 0.0]), [], sides, 40, [], "raised", plan, 0.0)
+    assert waiting.early_ms == (0.0, 0.0) and waiting.times[1] == waiting.times[0]  # within 0.1 ms + 2% of 10 ms
+    some = _measurement(rounds([5.3, 0.0, 5.3, 0.0, 0.0, 0.0]), [], sides, 40, [], "raised", plan, 0.0)
+    charged = 5.3 - 0.1 - 0.02 * 10.0  # in the two rounds it worked in, and only there
+    assert some.times[1] == pytest.approx((0.25 + charged / 40, 0.25, 0.25 + charged / 40, 0.25, 0.25, 0.25))
+    assert some.early_ms[1] == pytest.approx(2 * charged / 6)
+    every = _measurement(rounds([5.3] * 6), [], sides, 40, [], "raised", plan, 0.0)
+    result = summarise(PairedTimes(every.times[1], every.times[0]), 500, 50.0, facts=every.facts())
+    assert result.speedup == pytest.approx(0.25 / (0.25 + charged / 40)) and result.early_ms == pytest.approx(charged)
+    assert "before its clock started, with the window's inputs already in place: counted as its time" in result.note
+
+
 def _collects(ref_ms: list[float], cand_ms: list[float]):
     from types import SimpleNamespace
 

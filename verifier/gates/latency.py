@@ -55,6 +55,7 @@ class WindowFacts:
     priority: str = ""
     fixed_ms: float = 0.0  # the empty window's time, subtracted from every window
     late_ms: float = 0.0  # the candidate's collect beyond the reference's, per window, added to its calls' time
+    early_ms: float = 0.0  # what the candidate computed before its clock started, per window on average, added
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,10 @@ def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0, w
         late = (f"collecting its outputs took {facts.late_ms:.2f} ms a window longer than the reference's: counted "
                 "as its time (work that went on after forward returned)")
         note = f"{note}; {late}" if note else late
+    if facts.early_ms > 0:
+        early = (f"its own code ran {facts.early_ms:.2f} ms a window on average after it was continued and before its "
+                 "clock started, with the window's inputs already in place: counted as its time")
+        note = f"{note}; {early}" if note else early
     noisy = {side: spread for side, spread in (("candidate", relative_iqr(cand)), ("reference", relative_iqr(ref)))
              if spread > NOISY_IQR}
     if noisy:
@@ -112,7 +117,7 @@ def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0, w
                          roofline=roof, note=note, calls_per_window=facts.calls_per_window,
                          rounds_retimed=facts.rounds_retimed, trusted=trusted,
                          untrusted_reason=untrusted_reason, priority=facts.priority,
-                         window_fixed_ms=facts.fixed_ms, late_ms=facts.late_ms)
+                         window_fixed_ms=facts.fixed_ms, late_ms=facts.late_ms, early_ms=facts.early_ms)
 
 
 def latency_gate(result: LatencyResult, seconds: float) -> GateResult:

@@ -62,6 +62,14 @@ class Window:
     samples: CallSamples | None = None
 
 
+@dataclass
+class Block:
+    """A recorded block's bounds (the monitor's CLOCK_MONOTONIC, ns); ``end`` is set when it ends."""
+
+    start: int
+    end: int = 0
+
+
 class CpuSampler:
     def __init__(self, pid: int, libs: str, period_ns: int = PERIOD_NS, runtime: tuple[str, ...] = ()) -> None:
         """``libs``: the directory of the libraries the monitor built for the candidate; ``runtime``: more files
@@ -101,6 +109,26 @@ class CpuSampler:
             used = max(0, cpu_ns(self.pid) - before)
             records = self.rings.drain()
             window.samples = self._attribute(records, start, end, used, cost + time.perf_counter_ns() - began)
+
+    @contextmanager
+    def recording(self) -> Iterator[Block]:
+        """Samples inside the block, attributed afterwards (:meth:`attribute`): leaving the block only switches the
+        events off (an ioctl per event), so what follows it (a timed window) starts at once, with nothing of the
+        process left unobserved in between."""
+        self.alive = task_ids(self.pid) or self.alive
+        block = Block(time.monotonic_ns())
+        self.rings.enable(True)
+        try:
+            yield block
+        finally:
+            self.rings.enable(False)
+            block.end = time.monotonic_ns()
+
+    def attribute(self, block: Block) -> CallSamples:
+        """What :meth:`recording` saw in ``block`` (drained now: the events were off since it ended)."""
+        began = time.perf_counter_ns()
+        records = self.rings.drain()
+        return self._attribute(records, block.start, block.end, 0, time.perf_counter_ns() - began)
 
     def _attribute(self, records: perf_events.Records, start: int, end: int, used_ns: int, cost_ns: int) -> CallSamples:
         samples = records.samples()

@@ -1,9 +1,14 @@
-"""What a side did after ``forward`` returned, judged from its Collect (monitor side): the runner copies each
-window's outputs into the arena after the clock stops, in the side's own process, and both sides copy the same
-outputs, so a candidate's Collect that takes longer than the reference's in the same rounds is work that went on
-past its timed window. Far longer refuses the candidate (:func:`late_work`); the rest of the excess is charged to
-its windows (:func:`late_ns`, verifier.monitor.timing adds it). docs/timing.md: "What was taken out, and what is
-left"."""
+"""Work a candidate did outside its timed windows, charged to them (verifier.monitor.timing adds it):
+
+- after ``forward`` returned, judged from its Collect (monitor side): the runner copies each window's outputs into
+  the arena after the clock stops, in the side's own process, and both sides copy the same outputs, so a
+  candidate's Collect that takes longer than the reference's in the same rounds is work that went on past its
+  timed window. Far longer refuses the candidate (:func:`late_work`); the rest of the excess is charged
+  (:func:`late_ns`);
+- before its clock started (:func:`early_ns`): in the settle between a window's continue and its clock the
+  round's inputs are already in the arena, and the CPU sampler (verifier.monitor.outside) sees which code ran.
+
+docs/timing.md: "What was taken out, and what is left"."""
 
 from __future__ import annotations
 
@@ -63,3 +68,17 @@ def _paired(rounds: list[list[Turn]], side: int) -> tuple[float, float, float]:
     record = [next(t for t in turns if t.side == 0).account.collect_unexplained_ns for turns in rounds]
     return (statistics.median(own), statistics.median(record),
             statistics.median(c - r for c, r in zip(own, record)))
+
+
+def early_ns(turn: Turn) -> float:
+    """What ``turn``'s side computed in the settle before its clock started (Turn.settle_work_ns: CPU time in its
+    own code, torch's compute or foreign code, from the samples), less the same tolerance as :func:`late_ns`:
+    charged to that round's window. Between the continue and the clock no call is in flight, and the round's
+    inputs are already in the arena: threads of the candidate's own that computed on them there (two helper
+    threads in a sum of squares, 1.72-1.92x against the honest 1.26-1.42x) did the window's work before it
+    began. Waiting is not charged (an OpenMP team's spin lies in libgomp; honest kernels, 2026-11-30: 0.00 ms);
+    a pool of the candidate's own that busy-waits in its own code is (5.3 ms a settle for two spinning threads:
+    CPU time, so work spread over threads is charged as if done on one). Charged round by round, so that work
+    done in the settle of some rounds only is charged in those."""
+    window = turn.answer.ns
+    return max(0.0, turn.settle_work_ns - LATE_TOLERANCE_NS - LATE_TOLERANCE_SHARE * window)

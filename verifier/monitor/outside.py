@@ -87,6 +87,17 @@ class OutsideWatch:
             return ""
         return compute_problem(t.compute, t.own, t.samples, tuple(t.functions.most_common(8)), f"{t.calls} {what}")
 
+    def recording(self):
+        return self.sampler.recording()
+
+    def work_ns(self, block) -> int:
+        """The CPU time the runner's threads spent in the candidate's own code, torch's compute or foreign code
+        during a :meth:`recording` block (the settle before a timed window, when no call is in flight), from
+        its samples (one per ``period_ns`` of a thread's CPU time). Waiting is not work: an OpenMP team's spin
+        lies in libgomp, a thread going back to sleep in the kernel and libc (the runtime)."""
+        s = self.sampler.attribute(block)
+        return (s.own + s.torch_compute + s.foreign) * s.period_ns
+
     def thread_problem(self, samples: CallSamples) -> str:
         if samples.threads > self.allowed_threads:
             return (f"{samples.threads} OS threads existed at once during a call, at most {self.allowed_threads} "

@@ -6,9 +6,10 @@ seed into its draw arena (an arena of its own that only Draw writes; the monitor
 and is stopped again. Then, side after side in an
 order drawn from the secret seed, the monitor raises the side's priority (verifier.monitor.priority),
 writes the inputs into its arena while it is stopped (so every side's inputs were last written by the
-monitor, just before its turn: no side starts with them warmer in its cache, and none can look at
-them before its clock starts), continues it, runs one timed window (verifier.monitor.peers.run: Run,
-then Collect) and stops it again. Around each window the ledger (verifier.monitor.ledger) reads every
+monitor, just before its turn: no side starts with them warmer in its cache), continues it, lets its
+woken threads go back to sleep (the settle: whatever a candidate's own code computes there, with the
+inputs in place, the CPU sampler sees and verifier.monitor.late_work charges to the window), runs one
+timed window (verifier.monitor.peers.run: Run, then Collect) and stops it again. Around each window the ledger (verifier.monitor.ledger) reads every
 side's CPU clock and the run-queue waits; the stop after it says how much CPU the side went on using.
 
 What makes a round not count (:func:`disturbance`): a side's timed window during which the monitor
@@ -79,6 +80,7 @@ class Turn:
     observed: str | None = None  # an observed window: "" or what the outside samples showed (never counted)
     empty_ns: int = 0  # the record side's (side 0's) empty window after its own, the protocol's fixed cost
     faults: int = 0  # pages the side's process faulted in during its turn (fresh memory: not yet steady)
+    settle_work_ns: int = 0  # a candidate's CPU in its own code (or torch's compute) between its continue and its clock
 
     @property
     def ms_per_call(self) -> float:
@@ -188,14 +190,17 @@ class Rounds:
     def turn(self, i: int, specs: list[list], device: bool, observe: bool = False) -> Turn:
         """Side ``i``'s window on the round's inputs. On the CPU the inputs are written while the side is
         stopped and it is continued only to run (its views of the arena are staged once per layout). Between
-        the continue and the clock lies the settle (verifier.monitor.freeze.settle, at most 5 ms), whose CPU
-        no account holds: the runner may not set a SIGCONT handler to use it (its seccomp filter), but a
-        thread of its own that is awake then could. A device copies the inputs in Stage, before each window."""
+        the continue and the clock lies the settle (verifier.monitor.freeze.settle, at most 5 ms): the runner may
+        not set a SIGCONT handler to use it (its seccomp filter), but a thread of its own that is awake then
+        could, so a candidate's settle is recorded by its CPU sampler (outside an observed round, whose whole
+        turn is) and the CPU its own code used there is the turn's ``settle_work_ns``. A device copies the
+        inputs in Stage, before each window."""
         side, pid = self.sides[i], self.sides[i].pid()
         turn_started, window_s = time.perf_counter(), 0.0
         deadline, during = time.monotonic() + side.deadline_s, f"{side.name}'s timing"
         self.boost.raise_(pid)
         outside, stopping, fixed = side.outside if observe else None, None, 0
+        recorder = side.outside if side.outside is not None and not observe and not device else None
         try:
             if not device and self.staged.get(i) != specs:
                 release(pid)
@@ -204,10 +209,11 @@ class Rounds:
             copying.copy(np.frombuffer(side.arena.map, np.uint8, self.inputs.size), self.inputs)
             faulted = page_faults(pid)
             with outside.watching() if outside is not None else nullcontext() as watched:
-                release(pid)
-                if device:
-                    self._stage(side, specs, deadline, during)
-                settle(pid)
+                with recorder.recording() if recorder is not None else nullcontext() as settling:
+                    release(pid)
+                    if device:
+                        self._stage(side, specs, deadline, during)
+                    settle(pid)
                 began = time.monotonic_ns()
                 answer = self._run(side, len(specs), deadline, during, lambda: self.ledger.mark(i))
                 if i == 0:
@@ -224,7 +230,8 @@ class Rounds:
         side.after(answer, began)
         seen = outside.after_call(watched.samples, f"{during}, a window of {len(specs)} calls", timed=True) \
             if outside else None
-        return Turn(i, answer, account(i, *answer.marks, stopping, self.ledger.cpus[i]), seen, fixed, faulted)
+        settled = recorder.work_ns(settling) if recorder is not None else 0
+        return Turn(i, answer, account(i, *answer.marks, stopping, self.ledger.cpus[i]), seen, fixed, faulted, settled)
 
     def _stage(self, side: Side, specs: list[list], deadline: float, during: str) -> None:
         try:

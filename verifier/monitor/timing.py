@@ -44,7 +44,7 @@ from verifier.gates.correctness import Tolerance, check_trials
 from verifier.gates.latency import PairedTimes, WindowFacts, latency_gate, summarise
 from verifier.monitor.correctness_phase import IntegrityProblem, Peers, run_trial
 from verifier.monitor.early_end import ends_early
-from verifier.monitor.late_work import late_ns, late_work
+from verifier.monitor.late_work import early_ns, late_ns, late_work
 from verifier.monitor.output_checks import SAMPLE, CheckPlan, check_round, mismatch
 from verifier.monitor import window_size
 from verifier.monitor.peers import PeerFailure
@@ -107,11 +107,13 @@ class Measurement:
     fixed_ms: float = 0.0  # the record side's median empty window, subtracted from every window
     spent: Spent = field(default_factory=Spent)  # where the rounds' wall-clock time went
     late_ms: tuple[float, ...] = ()  # per side, what its collect took beyond the record side's, charged to its windows
+    early_ms: tuple[float, ...] = ()  # per side, what it computed before its clock, a window on average, charged
 
     def facts(self, side: int = 1) -> WindowFacts:
         late = self.late_ms[side] if side < len(self.late_ms) else 0.0
+        early = self.early_ms[side] if side < len(self.early_ms) else 0.0
         return WindowFacts(self.calls, self.retimed, self.trusted, self.untrusted_reason, self.priority,
-                           self.fixed_ms, late)
+                           self.fixed_ms, late, early)
 
 
 def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan, tol: Tolerance, seed: int,
@@ -253,7 +255,8 @@ def _measurement(counted: list[list[Turn]], disturbed: list[list[Turn]], sides: 
                  reasons: list[str], priority: str, timing: TimingPlan, fixed_ns: float) -> Measurement:
     """The counted rounds' times, each window's less ``fixed_ns`` (the median empty window of the record
     side: the protocol's cost, the same for every side), plus what a side's Collect took beyond the record
-    side's (verifier.monitor.late_work.late_ns); where too few were undisturbed, every round's, not trusted."""
+    side's and what it computed before its clock (verifier.monitor.late_work); where too few were undisturbed,
+    every round's, not trusted."""
     trusted, why, used = True, "", counted
     if len(counted) < _trusted_min(timing):
         trusted, used = False, counted + disturbed
@@ -261,10 +264,13 @@ def _measurement(counted: list[list[Turn]], disturbed: list[list[Turn]], sides: 
         why = (f"only {len(counted)} of {len(counted) + len(disturbed)} rounds were undisturbed by other work on "
                f"the machine (e.g. {common})")
     late = [0.0] + [late_ns(used, i) for i in range(1, len(sides))]
-    times = tuple(tuple(next(t for t in turns if t.side == i).ms_per_call_less(fixed_ns) + late[i] / calls / 1e6
-                        for turns in used) for i in range(len(sides)))
+    turns_of = [[next(t for t in turns if t.side == i) for turns in used] for i in range(len(sides))]
+    early = [[early_ns(t) for t in turns_of[i]] for i in range(len(sides))]  # 0 where nothing was recorded
+    times = tuple(tuple(t.ms_per_call_less(fixed_ns) + (late[i] + e) / calls / 1e6 for t, e in zip(turns_of[i], early[i]))
+                  for i in range(len(sides)))
     return Measurement(times, calls, len(disturbed), tuple(reasons), priority, trusted, why, fixed_ns / 1e6,
-                       late_ms=tuple(x / 1e6 for x in late))
+                       late_ms=tuple(x / 1e6 for x in late),
+                       early_ms=tuple(statistics.fmean(e) / 1e6 if e else 0.0 for e in early))
 
 
 def _trusted_min(timing: TimingPlan) -> int:
