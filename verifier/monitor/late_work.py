@@ -6,7 +6,7 @@
   timed window. Far longer refuses the candidate (:func:`late_work`); the rest of the excess is charged
   (:func:`late_ns`);
 - before its clock started (:func:`early_ns`): in the settle between a window's continue and its clock the
-  round's inputs are already in the arena, and the CPU sampler (verifier.monitor.outside) sees which code ran.
+  round's inputs are already in the arena, and the CPU sampler (verifier.monitor.outside) sees where the CPU went.
 
 docs/timing.md: "What was taken out, and what is left"."""
 
@@ -71,14 +71,14 @@ def _paired(rounds: list[list[Turn]], side: int) -> tuple[float, float, float]:
 
 
 def early_ns(turn: Turn) -> float:
-    """What ``turn``'s side computed in the settle before its clock started (Turn.settle_work_ns: CPU time in its
-    own code, torch's compute or foreign code, from the samples), less the same tolerance as :func:`late_ns`:
-    charged to that round's window. Between the continue and the clock no call is in flight, and the round's
-    inputs are already in the arena: threads of the candidate's own that computed on them there (two helper
-    threads in a sum of squares, 1.72-1.92x against the honest 1.26-1.42x) did the window's work before it
-    began. Waiting is not charged (an OpenMP team's spin lies in libgomp; honest kernels, 2026-11-30: 0.00 ms);
-    a pool of the candidate's own that busy-waits in its own code is (5.3 ms a settle for two spinning threads:
-    CPU time, so work spread over threads is charged as if done on one). Charged round by round, so that work
-    done in the settle of some rounds only is charged in those."""
+    """What ``turn``'s side did in the settle before its clock started (Turn.settle_work_ns: the CPU time of its
+    samples outside libgomp, verifier.monitor.outside.OutsideWatch.work_ns), less the same tolerance as
+    :func:`late_ns`: charged to that round's window. Between the continue and the clock no call is in flight, and
+    the round's inputs are already in the arena: threads of the candidate's own that computed on them there (two
+    helper threads in a sum of squares, 1.72-1.92x against the honest 1.24-1.42x) did the window's work before it
+    began. An OpenMP team's spin is not charged (honest kernels, 2026-11-30: 40-60 samples a settle in libgomp,
+    about one elsewhere); a pool of the candidate's own that busy-waits in its own code is (5.3 ms a settle for
+    two spinning threads: CPU time, so work spread over threads is charged as if done on one). Charged round by
+    round, so that work done in the settle of some rounds only is charged in those."""
     window = turn.answer.ns
     return max(0.0, turn.settle_work_ns - LATE_TOLERANCE_NS - LATE_TOLERANCE_SHARE * window)

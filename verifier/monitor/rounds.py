@@ -7,8 +7,8 @@ and is stopped again. Then, side after side in an
 order drawn from the secret seed, the monitor raises the side's priority (verifier.monitor.priority),
 writes the inputs into its arena while it is stopped (so every side's inputs were last written by the
 monitor, just before its turn: no side starts with them warmer in its cache), continues it, lets its
-woken threads go back to sleep (the settle: whatever a candidate's own code computes there, with the
-inputs in place, the CPU sampler sees and verifier.monitor.late_work charges to the window), runs one
+woken threads go back to sleep (the settle: whatever a candidate computes there, with the inputs in
+place, the CPU sampler sees and verifier.monitor.late_work charges to the window), runs one
 timed window (verifier.monitor.peers.run: Run, then Collect) and stops it again. Around each window the ledger (verifier.monitor.ledger) reads every
 side's CPU clock and the run-queue waits; the stop after it says how much CPU the side went on using.
 
@@ -193,7 +193,7 @@ class Rounds:
         the continue and the clock lies the settle (verifier.monitor.freeze.settle, at most 5 ms): the runner may
         not set a SIGCONT handler to use it (its seccomp filter), but a thread of its own that is awake then
         could, so a candidate's settle is recorded by its CPU sampler (outside an observed round, whose whole
-        turn is) and the CPU its own code used there is the turn's ``settle_work_ns``. A device copies the
+        turn is) and the CPU it used there outside libgomp's spin is the turn's ``settle_work_ns``. A device copies the
         inputs in Stage, before each window."""
         side, pid = self.sides[i], self.sides[i].pid()
         turn_started, window_s = time.perf_counter(), 0.0
