@@ -28,11 +28,13 @@ import numpy as np
 from verifier.monitor import perf_events, torch_glue
 from verifier.monitor.code_map import FOREIGN, KERNEL, OWN, RUNTIME, TORCH, CodeMap
 from verifier.monitor.freeze import stopped
+from verifier.monitor.genuine_code import PAGE, GenuinePages
 
 # A sample every 100 us of a thread's CPU time. Each sample costs the sampled thread about 20-40 us of CPU on
 # this machine (a virtual machine: the timer's interrupt exits to the hypervisor), so the watched calls run
 # about a quarter slower at 100 us, 2% at 1 ms (python -m benchmarks.outside_cost); the calls are not timed.
 PERIOD_NS = 100_000
+WAITING_RUNTIMES = ("libgomp",)  # where a continued thread's CPU is waiting, not work: an OpenMP team's spin
 SPARSE_PERIOD_NS = 1_000_000  # where only threads and the sampling itself are judged (an interpreter's long calls)
 
 
@@ -53,6 +55,7 @@ class CallSamples:
     lost: int  # samples the kernel dropped (its ring was full)
     period_ns: int
     cost_ns: int  # the sampler's own time for this block (reading /proc, draining and attributing)
+    waiting: int = 0  # samples in an OpenMP runtime's own, unmodified code (a team's spin), when asked for
 
 
 @dataclass
@@ -76,6 +79,7 @@ class CpuSampler:
         whose code is the verifier's own (the runner's native observer)."""
         self.pid, self.period_ns = pid, period_ns
         self.code = CodeMap(pid, libs, runtime)
+        self.pages = GenuinePages(pid)
         self.alive: set[int] = set()  # the process's threads, as the kernel's records of creation and exit say
         self.rings = self._open()
 
@@ -125,17 +129,28 @@ class CpuSampler:
             block.end = time.monotonic_ns()
 
     def attribute(self, block: Block) -> CallSamples:
-        """What :meth:`recording` saw in ``block`` (drained now: the events were off since it ended)."""
+        """What :meth:`recording` saw in ``block`` (drained now: the events were off since it ended), its
+        ``waiting`` counted."""
         began = time.perf_counter_ns()
         records = self.rings.drain()
-        return self._attribute(records, block.start, block.end, 0, time.perf_counter_ns() - began)
+        return self._attribute(records, block.start, block.end, 0, time.perf_counter_ns() - began, waiting=True)
 
-    def _attribute(self, records: perf_events.Records, start: int, end: int, used_ns: int, cost_ns: int) -> CallSamples:
+    def _waiting(self, mapping, ips: np.ndarray) -> int:
+        """How many of ``ips`` (in ``mapping``) lie in an OpenMP runtime's own code: a runtime library by its path
+        (verifier.monitor.code_map) whose page there still holds the file's bytes (verifier.monitor.genuine_code)."""
+        if mapping.kind != RUNTIME or not Path(mapping.path).name.startswith(WAITING_RUNTIMES):
+            return 0
+        pages, counts = np.unique(ips - ips % PAGE, return_counts=True)
+        return int(sum(n for page, n in zip(pages, counts)
+                       if self.pages.genuine(mapping.path, mapping.start, mapping.offset, int(page))))
+
+    def _attribute(self, records: perf_events.Records, start: int, end: int, used_ns: int, cost_ns: int,
+                   waiting: bool = False) -> CallSamples:
         samples = records.samples()
         within = (samples["time"] >= start) & (samples["time"] <= end)
         inside = samples[within]
         threads, ids = self._replay_threads(records, inside["tid"], start, end)
-        kinds, objects, functions = Counter(), Counter(), Counter()
+        kinds, objects, functions, waited = Counter(), Counter(), Counter(), 0
         in_kernel = (inside["misc"] & perf_events.CPUMODE_MASK) == perf_events.CPUMODE_KERNEL
         if in_kernel.any():
             kinds[RUNTIME] += int(in_kernel.sum())
@@ -149,6 +164,8 @@ class CpuSampler:
             mapping = self.code.mappings[index] if index >= 0 else None
             kind, label = (mapping.kind, Path(mapping.path).name or "[anonymous]") if mapping else (FOREIGN, "[unmapped]")
             objects[label] += int(count)
+            if waiting and mapping is not None:
+                waited += self._waiting(mapping, user[where == index])
             if kind == TORCH:
                 for function, glue, n in torch_glue.classify_all(mapping, user[where == index]):
                     kinds[RUNTIME if glue else TORCH] += n
@@ -160,7 +177,7 @@ class CpuSampler:
             kinds[kind] += int(count)
         return CallSamples(int(within.sum()), tuple(sorted(kinds.items())), tuple(objects.most_common()), kinds[OWN],
                            kinds[TORCH], kinds[FOREIGN], tuple(functions.most_common(8)), threads, frozenset(ids), used_ns,
-                           records.lost, self.period_ns, cost_ns)
+                           records.lost, self.period_ns, cost_ns, waited)
 
     def _replay_threads(self, records: perf_events.Records, sampled: np.ndarray, start: int,
                         end: int) -> tuple[int, set[int]]:
@@ -192,6 +209,7 @@ class CpuSampler:
 
     def close(self) -> None:
         self.rings.close()
+        self.pages.close()
 
 
 def task_ids(pid: int) -> set[int]:

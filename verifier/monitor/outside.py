@@ -32,7 +32,6 @@ MIN_COMPUTE_SAMPLES = 20  # fewer compute samples than this decide nothing (2 ms
 MIN_CALL_SAMPLES = 50  # one call is judged alone from this many compute samples (every call so far judges the rest)
 SAMPLING_FLOOR = 0.1  # samples below this share of what the CPU time implies: sampling was switched off (an honest
 # call on a loaded 2-core machine saw 25%: 168 of 665; switched off from inside, 0-1%)
-WAITING_RUNTIMES = ("libgomp",)  # where a woken thread's CPU is waiting, not work (torch's copy and the system's)
 MIN_EXPECTED = 50  # samples the CPU time must imply before the floor is judged (5 ms of CPU at 100 us)
 
 
@@ -95,13 +94,13 @@ class OutsideWatch:
         """The CPU time the runner's threads spent anywhere but in an OpenMP runtime during a :meth:`recording`
         block (the settle before a timed window, when no call is in flight), from its samples (one per
         ``period_ns`` of a thread's CPU time). An OpenMP team stopped while it spun after a window spins on in
-        libgomp when continued, and that is waiting; everything else is counted, the kernel's and the
-        runtime's code included (a helper thread can have the kernel copy the inputs through a pipe, or libc
-        sort them): a thread going back to sleep takes microseconds of it (honest kernels: about one sample
-        a settle in the kernel, libc or the interpreter, against 40-60 in libgomp)."""
+        libgomp when continued, and that is waiting (CallSamples.waiting: libgomp's own pages, unmodified);
+        everything else is counted, the kernel's and the runtime's code included (a helper thread can have
+        the kernel copy the inputs through a pipe, or libc sort them): a thread going back to sleep takes
+        microseconds of it (honest kernels: about one sample a settle in the kernel, libc or the interpreter,
+        against 40-60 in libgomp)."""
         s = self.sampler.attribute(block)
-        waiting = sum(n for name, n in s.by_object if name.startswith(WAITING_RUNTIMES))
-        return max(0, s.samples - waiting) * s.period_ns
+        return max(0, s.samples - s.waiting) * s.period_ns
 
     def thread_problem(self, samples: CallSamples) -> str:
         if samples.threads > self.allowed_threads:
