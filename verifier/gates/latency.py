@@ -98,8 +98,8 @@ def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0, w
                 "as its time (work that went on after forward returned)")
         note = f"{note}; {late}" if note else late
     if facts.early_ms > 0:
-        early = (f"its own code ran {facts.early_ms:.2f} ms a window on average after it was continued and before its "
-                 "clock started, with the window's inputs already in place: counted as its time")
+        early = (f"its process computed {facts.early_ms:.2f} ms a window on average after it was continued and before "
+                 "its clock started, with the window's inputs already in place: counted as its time")
         note = f"{note}; {early}" if note else early
     noisy = {side: spread for side, spread in (("candidate", relative_iqr(cand)), ("reference", relative_iqr(ref)))
              if spread > NOISY_IQR}
