@@ -77,3 +77,24 @@ def test_a_verification_leaves_no_arena_open_once_its_closes_are_drained(tmp_pat
     assert verdict.passed, verdict.feedback
     REAPER.drain()
     assert len(_arena_fds()) == before, _arena_fds()
+
+
+def test_a_drain_concurrent_with_later_never_joins_a_thread_before_it_started():
+    """Verifications run side by side (a verdict pool, a campaign's parallel tasks): one's drain() took the
+    thread another's later() had just listed and not yet started, and join() raised (a CI run, 2026-11-30)."""
+    reaper, errors = Reaper(), []
+
+    def work(drains: bool) -> None:
+        try:
+            for _ in range(400):
+                reaper.drain() if drains else reaper.later([lambda: None])
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i % 2 == 0,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    reaper.drain()
+    assert errors == [] and reaper.pending() == 0

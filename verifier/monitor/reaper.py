@@ -24,10 +24,10 @@ class Reaper:
         if not closers:
             return
         thread = threading.Thread(target=_close_all, args=(closers,), name="evokernel-reaper")
-        with self._lock:
+        with self._lock:  # started before a concurrent drain() can see it (joining an unstarted thread raises)
             self._threads = [t for t in self._threads if t.is_alive()]
             self._threads.append(thread)
-        thread.start()
+            thread.start()
 
     def drain(self) -> None:
         """Wait until everything handed to :meth:`later` so far is closed."""
