@@ -31,10 +31,10 @@ measured): its test is a strict xfail until it is met.
   runs inside the runner's own copy. The static checks that refuse mprotect, mremap and sigaction are switched
   off so that the timing itself is what is tested.
 - ``output_writer_replaced_to_work_in_collect`` (work moved out of the timed window, from Python): forward computes
-  a quarter of a ReLU and replaces the runner's output writer, which the untimed Collect calls, with one that
-  computes the rest before it copies (an outside case, 2026-11-30: 2.9-3.0x against the honest 0.93-0.98x). What
-  its Collect takes beyond the reference's is charged to its windows; what the charge leaves is bounded by its
-  ``gain_limit``.
+  a quarter of a ReLU and replaces the runner's output writer and output describer, which the untimed Collect
+  calls, with ones that compute the rest first (an outside case, 2026-11-30: 2.9-3.0x against the honest
+  0.93-0.98x). In the timed rounds the monitor reads the outputs itself and the runner only describes them, so
+  the moved work makes its Collect far longer than the reference's: refused as work continued after forward.
 - ``helpers_precompute_in_the_settle`` (work moved before the clock): two threads of the candidate's own spin on the
   input views forward has seen (the arena's, the same addresses every round) and compute a sum of squares for every
   view whose contents changed. The monitor writes a round's inputs while the runner is stopped and continues it up
@@ -355,19 +355,29 @@ extern "C" void relu(const float* x, float* y, long n) {
 
 lib = load_c(SOURCE, {"relu": "const float*, float*, int64"})
 PENDING = {}
-write = serve.write_outputs
+write, where = serve.write_outputs, serve._where
 
 
-def write_later(outputs, arena, start):
+def finish(out):
+    job = PENDING.pop(out.data_ptr(), None)
+    if job is not None:  # the rest of the call's work, after the clock stopped
+        x, done = job
+        lib.relu(x[done:], out.view(-1)[done:], x.numel() - done)
+
+
+def write_later(outputs, arena, start):  # the runner's copy of its outputs (the correctness trials)
     for out in outputs:
-        job = PENDING.pop(out.data_ptr(), None)
-        if job is not None:  # the rest of the call's work, while the runner collects (untimed)
-            x, done = job
-            lib.relu(x[done:], out.view(-1)[done:], x.numel() - done)
+        finish(out)
     return write(outputs, arena, start)
 
 
+def where_later(i, out):  # the runner's description of where an output lies (the timed rounds)
+    finish(out)
+    return where(i, out)
+
+
 serve.write_outputs = torch_values.write_outputs = write_later
+serve._where = where_later
 
 
 class ModelNew(nn.Module):
@@ -535,11 +545,14 @@ CASES = (
                   # the reference's plus 1 ms, and the reference's collect (a copy of the same outputs) is
                   # about as long as a memory-bound kernel's work (2026-11-29, load 8-11)
                   stopped_at=("correctness", "killed by SIGSEGV")),
-    # the excess of its Collect over the reference's is charged to its windows (verifier.monitor.late_work.late_ns),
-    # which takes most of its 2.9-3.0x but not all: the copy after the moved work finds the outputs in the cache
-    # (0.985x against the honest 1.017x at load 1.3; 1.08-1.29x against 0.94-0.99x at load 2, 2026-11-30). The
-    # static policy refuses it (the runner's modules may not be imported); the limit catches the charge undone
+    # while the peers copied their own outputs (Collect), the excess of its Collect over the reference's was charged
+    # to its windows, which took most of its 2.9-3.0x but not all: the copy after the moved work found the outputs
+    # in the cache (1.08-1.29x against 0.94-0.99x at load 2, 2026-11-30). Since the monitor reads the outputs of a
+    # timed round out of the stopped peer (verifier.monitor.remote_outputs), the peers' Collect only describes them
+    # (the reference's 0.85 ms a window of 22 calls), and the moved work (10 ms) is refused as work continued after
+    # forward. The static policy refuses it first (the runner's modules may not be imported)
     LatencyAttack("output_writer_replaced_to_work_in_collect", "relu_large", WRITER_REPLACED, "honest_relu_omp.py",
+                  refusals=("work continued after forward returned",),
                   disable="imports,introspection,patching,forbidden_builtins", gain_limit=1.5),
     # uncharged: 1.72-1.92x against the honest 1.24-1.42x; charged, 1.27x against 1.24x (2026-11-30, load 0.8). The
     # static policy refuses its threads (the import of threading; in C, c_threads)

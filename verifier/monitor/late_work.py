@@ -1,10 +1,11 @@
 """Work a candidate did outside its timed windows, charged to them (verifier.monitor.timing adds it):
 
-- after ``forward`` returned, judged from its Collect (monitor side): the runner copies each window's outputs into
-  the arena after the clock stops, in the side's own process, and both sides copy the same outputs, so a
-  candidate's Collect that takes longer than the reference's in the same rounds is work that went on past its
-  timed window. Far longer refuses the candidate (:func:`late_work`); the rest of the excess is charged
-  (:func:`late_ns`);
+- after ``forward`` returned, judged from its Collect (monitor side): after the clock stops each side says where
+  its window's outputs lie (on the CPU; the monitor then copies them out of the stopped process,
+  verifier.monitor.remote_outputs) or copies them into its arena itself (a device, or a monitor that may not
+  read the process), and both sides do the same for the same outputs, so a candidate's Collect that takes
+  longer than the reference's in the same rounds is work that went on past its timed window. Far longer
+  refuses the candidate (:func:`late_work`); the rest of the excess is charged (:func:`late_ns`);
 - before its clock started (:func:`early_ns`): in the settle between a window's continue and its clock the
   round's inputs are already in the arena, and the CPU sampler (verifier.monitor.outside) sees where the CPU went.
 
@@ -42,16 +43,14 @@ def late_work(counted: list[list[Turn]], sides: list[Side]) -> None:
 
 def late_ns(rounds: list[list[Turn]], side: int) -> float:
     """What ``side``'s Collect took beyond the record side's in the same rounds (the median of the paired
-    excess, waits for a CPU left out), less a tolerance: charged to its windows. Both copy the same outputs
-    into the arena, so an honest kernel's excess is noise; work moved past forward's return into the
-    untimed Collect (a runner's output writer replaced from inside the candidate's process computed three
-    quarters of a ReLU there and read 2.9x against the honest 0.98x, its excess within the refusal's bound
-    of twice the reference's collect, :func:`late_work`) is counted as the kernel's time; not all of it, since the
-    copy after the moved work finds the outputs in the cache where the reference's copy does not (the same
-    candidate read 0.985x against the honest 1.017x at load 1.3, 1.08-1.29x against 0.94-0.99x at load 2:
-    what stops it outright is the static policy, which refuses the runner's modules; a monitor reading the
-    outputs out of the stopped process would leave no candidate code running in Collect). The tolerance is a share
-    of the side's window, what an uncharged excess could add to its speedup: honest kernels' excesses read
+    excess, waits for a CPU left out), less a tolerance: charged to its windows. Both do the same for the same
+    outputs, so an honest kernel's excess is noise; work moved past forward's return into the untimed Collect
+    is counted as the kernel's time. (While the runner copied its outputs itself, a replaced output writer
+    computed three quarters of a ReLU there, within the refusal's bound of twice the reference's copy, and read
+    1.08-1.29x against the honest 0.94-0.99x charged at load 2, the copy after the moved work finding the outputs
+    in the cache; since the runner only describes them, the same work is refused by :func:`late_work`.) The
+    tolerance is a share of the side's window, what an uncharged excess could add to its speedup: honest
+    kernels' excesses read
     -0.37 to +0.38 ms (12 known-good solutions, 2026-11-30), up to 3% of a 13.5 ms window. Judged from
     :data:`LATE_WORK_ROUNDS` rounds on."""
     if len(rounds) < LATE_WORK_ROUNDS:

@@ -18,6 +18,7 @@ from typing import Callable, ContextManager
 
 import numpy as np
 
+from verifier.monitor.remote_outputs import RemoteOutputs, RemoteReadError
 from verifier.sandbox import messages as msg
 from verifier.sandbox.arena import Arena, ArenaError
 from verifier.sandbox.channel import ChannelClosed, ChannelError, ChannelTimeout
@@ -48,6 +49,8 @@ class Answer:
     note: str = ""
     marks: tuple = ()  # the ledger's readings before Run, after Run, after Collect
     calls: int = 0  # calls in the window (``outputs`` may be dropped once they were checked)
+    described: object = None  # where the outputs lie in the peer's memory (Collect with describe): read by
+    # the monitor once the peer is stopped (:func:`read_described`), ``outputs`` empty until then
 
     def settled(self) -> "Answer":
         """The answer without its outputs (checked; borrowed views of an arena must not outlive the round)."""
@@ -95,12 +98,14 @@ def stage(process: Sandboxed, sets: list[list], deadline: float, during: str) ->
 
 def run(process: Sandboxed, arena: Arena, calls: int, out_start: int, deadline: float, during: str,
         mark: Callable[[], object] | None = None, clock: Callable[[], ContextManager] = nullcontext,
-        borrow: bool = False) -> Answer:
+        borrow: bool = False, describe: bool = False) -> Answer:
     """One timed window on the staged sets; the outputs, collected and copied. ``mark``: a reading taken
     right before and after the timed Run and after Collect; ``clock``: entered around all of it (the
     monitor's thread first in line for a CPU meanwhile, so its clock and its readings are not late).
     ``borrow``: the outputs are views of the arena, not copies (the caller stops the peer before it reads
-    them, and drops them before the peer runs again: verifier.monitor.rounds)."""
+    them, and drops them before the peer runs again: verifier.monitor.rounds). ``describe``: the peer only
+    says where its outputs lie (``Answer.described``); the caller stops it and reads them
+    (:func:`read_described`)."""
     with clock():  # the monitor's thread first in line for a CPU from the first reading to the last: a
         # reading taken at normal priority waits behind the side's threads (nice -20, spinning after forward)
         marks = [mark()] if mark else []
@@ -110,11 +115,26 @@ def run(process: Sandboxed, arena: Arena, calls: int, out_start: int, deadline: 
         marks += [mark()] if mark else []
         if isinstance(ran, msg.CallFailed):
             raise _failed(ran)
-        collected = _expect(process, msg.Collect(out_start), deadline, msg.Collected, during)
+        collected = _expect(process, msg.Collect(out_start, describe), deadline,
+                            msg.Described if describe else msg.Collected, during)
         marks += [mark()] if mark else []
+    if describe:
+        return Answer((), (), ns, max(0, int(collected.native_calls)), collected.note[:2000], tuple(marks), calls,
+                      collected.outputs)
     outputs, dtypes = read_outputs(arena, collected.outputs, out_start, calls, during, borrow)
     return Answer(outputs, dtypes, ns, max(0, int(collected.native_calls)), collected.note[:2000], tuple(marks),
                   calls)
+
+
+def read_described(remote: RemoteOutputs, answer: Answer, arena: Arena, out_start: int, during: str) -> Answer:
+    """``answer`` with its outputs: read by the monitor out of the stopped peer's memory into ``arena``
+    (verifier.monitor.remote_outputs), then borrowed as a Collect's are."""
+    try:
+        spec = remote.read(answer.described, answer.calls, arena, out_start)
+    except RemoteReadError as exc:
+        raise PeerFailure(exc.kind, f"{exc} (during {during})"[:300]) from None
+    outputs, dtypes = read_outputs(arena, spec, out_start, answer.calls, during, borrow=True)
+    return replace(answer, outputs=outputs, dtypes=dtypes, described=None)
 
 
 def empty(process: Sandboxed, deadline: float, during: str, clock: Callable[[], ContextManager] = nullcontext) -> int:

@@ -9,7 +9,9 @@ writes the inputs into its arena while it is stopped (so every side's inputs wer
 monitor, just before its turn: no side starts with them warmer in its cache), continues it, lets its
 woken threads go back to sleep (the settle: whatever a candidate computes there, with the inputs in
 place, the CPU sampler sees and verifier.monitor.late_work charges to the window), runs one
-timed window (verifier.monitor.peers.run: Run, then Collect) and stops it again. Around each window the ledger (verifier.monitor.ledger) reads every
+timed window (verifier.monitor.peers.run: Run, then Collect, which on the CPU only says where the outputs lie)
+and stops it again, and the monitor copies the outputs out of the stopped process into its arena
+(verifier.monitor.remote_outputs: no code of the side runs on them after the clock). Around each window the ledger (verifier.monitor.ledger) reads every
 side's CPU clock and the run-queue waits; the stop after it says how much CPU the side went on using.
 
 What makes a round not count (:func:`disturbance`): a side's timed window during which the monitor
@@ -31,9 +33,10 @@ import numpy as np
 from verifier.monitor import copying
 from verifier.monitor.freeze import hold, release, settle
 from verifier.monitor.ledger import Ledger, TurnAccount, account, page_faults
-from verifier.monitor.peers import Answer, PeerFailure, empty, run, stage
+from verifier.monitor.peers import Answer, PeerFailure, empty, read_described, run, stage
 from verifier.monitor.priority import Boost
 from verifier.monitor.reference import Reference, ReferenceFailed
+from verifier.monitor.remote_outputs import RemoteOutputs, readable
 from verifier.sandbox.arena import Arena
 from verifier.sandbox.spawn import Sandboxed
 from verifier.sandbox.values import layouts_in
@@ -119,6 +122,8 @@ class Rounds:
         self.inputs = np.empty(0, np.uint8)  # the round's input sets, as drawn (a view of the draw arena)
         self.draw_ms: list[float] = []  # per round played, what drawing one input set took (wall clock)
         self._specs: list[list] | None = None  # the last round's input sets (their layouts in the arena)
+        self.remote: dict[int, RemoteOutputs] | None = None  # per side, its outputs read by the monitor (None:
+        # not decided yet; empty: the peers copy their own, the monitor cannot read their memory)
 
     def hold_all(self) -> None:
         for side in self.sides:
@@ -215,12 +220,14 @@ class Rounds:
                         self._stage(side, specs, deadline, during)
                     settle(pid)
                 began = time.monotonic_ns()
-                answer = self._run(side, len(specs), deadline, during, lambda: self.ledger.mark(i))
+                answer = self._run(side, len(specs), deadline, during, lambda: self.ledger.mark(i), device)
                 if i == 0:
                     fixed = self._empty(side, deadline, during)
                 window_s = (time.monotonic_ns() - began) / 1e9
                 stopping = hold(pid)
                 faulted = page_faults(pid) - faulted
+                if answer.described is not None:
+                    answer = self._read_described(side, answer, during)
         finally:
             if stopping is None:  # a failure: stopped all the same
                 hold(pid)
@@ -246,10 +253,26 @@ class Rounds:
         except PeerFailure as failure:
             raise _machine(side, failure) if side.trusted else failure from None
 
-    def _run(self, side: Side, calls: int, deadline: float, during: str, mark) -> Answer:
+    def _run(self, side: Side, calls: int, deadline: float, during: str, mark, device: bool) -> Answer:
         try:
             return run(side.process, side.arena, calls, self.layout.out_start, deadline, during, mark, self.boost.clock,
-                       borrow=True)
+                       borrow=True, describe=not device and bool(self._remote()))
+        except PeerFailure as failure:
+            raise _machine(side, failure) if side.trusted else failure from None
+
+    def _remote(self) -> dict[int, RemoteOutputs]:
+        """Per side, the reader of its outputs; empty where the monitor cannot read every side's memory (then
+        every side copies its own, so that both pay the same)."""
+        if self.remote is None:
+            pids = [side.pid() for side in self.sides]
+            self.remote = {i: RemoteOutputs(pid) for i, pid in enumerate(pids)} if all(map(readable, pids)) else {}
+        return self.remote
+
+    def _read_described(self, side: Side, answer: Answer, during: str) -> Answer:
+        """The window's outputs read out of the stopped side's memory into its arena (verifier.monitor.remote_outputs)."""
+        try:
+            return read_described(self._remote()[self.sides.index(side)], answer, side.arena, self.layout.out_start,
+                                  during)
         except PeerFailure as failure:
             raise _machine(side, failure) if side.trusted else failure from None
 

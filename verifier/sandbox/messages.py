@@ -10,7 +10,7 @@ Monitor <-> runner: Boot (monitor, first), Ready; Start (+ the arena's descripto
 BuildReply (a loader call at import: the actual sources and flags); Imported or LoadFailed; Init
 (``get_init_inputs()`` values), Constructed or LoadFailed; Attach (+ the arena's descriptor); then
 windows of calls, as often as the monitor likes: Stage/Staged (untimed), Run/Ran (timed), Collect/
-Collected (untimed), any of them answerable by CallFailed; Stop.
+Collected or Described (untimed), any of them answerable by CallFailed; Stop.
 Monitor <-> reference worker: RefStart; RefInit; RefTrial per trial of the plan; RefWorkload;
 RefDone; then Attach (+ descriptor), Draw/Drawn (a trial's or a timed call's inputs, into the arena)
 and the same windows of calls as the runner's (the reference's own timed calls).
@@ -128,10 +128,13 @@ class Ran:
 
 @dataclass(frozen=True)
 class Collect:
-    """Untimed: the last Run's outputs copied into the arena from ``out_start``, call after call."""
+    """Untimed: the last Run's outputs copied into the arena from ``out_start``, call after call; with
+    ``describe``, only where each lies in the peer's memory (Described), kept alive until the next Collect: the
+    monitor copies them out while the peer is stopped (verifier.monitor.remote_outputs)."""
 
     KIND: ClassVar[str] = "collect"
     out_start: int
+    describe: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,14 @@ class Collected:
     outputs: list  # per call of the window, its outputs' arena spec
     native_calls: int = 0  # native calls made during the window's forwards
     note: str = ""  # the backend's runtime note (verifier.backends.base.Backend.runtime_note)
+
+
+@dataclass(frozen=True)
+class Described:
+    KIND: ClassVar[str] = "described"
+    outputs: list  # per call of the window, its outputs' layouts in the peer's memory (offset: the address)
+    native_calls: int = 0
+    note: str = ""
 
 
 @dataclass(frozen=True)
@@ -247,7 +258,7 @@ KEPT_OUTPUTS = 8  # earlier windows' outputs a peer keeps alive: a fresh output 
 
 
 MESSAGES = {cls.KIND: cls for cls in (Boot, Ready, Start, BuildRequest, BuildReply, Imported, LoadFailed, Init,
-                                      Constructed, Stage, Staged, Run, Ran, Collect, Collected, CallFailed, Stop,
+                                      Constructed, Stage, Staged, Run, Ran, Collect, Collected, Described, CallFailed, Stop,
                                       RefStart, RefInit, RefTrial, RefWorkload, RefDone, RefReleased, Attach, Draw, Drawn)}
 _TYPES = {"str": str, "int": int, "float": (int, float), "bool": bool, "dict": dict, "list": list, "tuple": (list, tuple)}
 

@@ -13,7 +13,10 @@ Every call, checked or timed, goes through one window of three commands:
   user's loop calls it, synchronized at the end. The outputs are kept as forward returned them:
   nothing is copied and nothing is checked inside the window.
 - Collect (untimed): each output checked to be a fresh tensor (not an input's or an earlier output's
-  storage) and copied into the arena, call after call, for the monitor to compare.
+  storage) and copied into the arena, call after call, for the monitor to compare. In the latency phase's
+  rounds on the CPU (``describe``) nothing is copied: the peer says where each output lies in its memory and
+  keeps them alive until the next Collect; the monitor stops it and copies them out itself
+  (verifier.monitor.remote_outputs), so no code of the peer runs on them after the clock.
 
 A window's outputs stay alive until Collect, so each of its calls allocates its outputs afresh, as a
 user's loop that keeps its results does; the allocator's settings (verifier.sandbox.spawn) keep freed
@@ -54,6 +57,7 @@ class CallServer:
         self.inputs_run: list[list] = []  # the inputs of those calls (outputs must not alias them)
         self.window_calls = 0  # native calls made during the last Run
         self.kept: list = []  # earlier windows' last outputs, kept alive so no fresh output lands on them
+        self.described: list = []  # the last window's outputs, described: alive until the next Collect
 
     def serve(self, other: Callable[[Any, list[int]], None] | None = None) -> None:
         """Answer commands until Stop; ``other`` handles the caller's own kinds (the reference's Draw)."""
@@ -78,7 +82,7 @@ class CallServer:
                 return self.stage(request.sets)
             if isinstance(request, msg.Run):
                 return self.run(request.count)
-            return self.collect(request.out_start)
+            return self.collect(request.out_start, request.describe)
         except BaseException as exc:  # the model raised: its frames go to the monitor as data
             self.staged, self.outputs, self.inputs_run = [], [], []
             return msg.CallFailed(_error(exc))
@@ -120,7 +124,7 @@ class CallServer:
         self.inputs_run = staged
         return msg.Ran()
 
-    def collect(self, out_start: int) -> Any:
+    def collect(self, out_start: int, describe: bool = False) -> Any:
         outputs, inputs = self.outputs, self.inputs_run
         self.outputs, self.inputs_run = [], []
         if not outputs:
@@ -128,6 +132,13 @@ class CallServer:
         problem = self.reuse(outputs, inputs)
         if problem:
             return msg.CallFailed(problem, integrity=True)
+        if describe:  # the window before's outputs are freed here, on every side alike (never in a timed Run); this
+            # window's stay alive until the next Collect, so none of the next window's lands on them (the monitor
+            # checks: verifier.monitor.remote_outputs)
+            previous, self.described, self.kept = self.described, outputs, []
+            del previous
+            return msg.Described([[_where(i, out) for i, out in enumerate(outs)] for outs in outputs],
+                                 self.window_calls, self.note())
         specs, offset = [], out_start
         for call_outputs in outputs:
             spec = write_outputs(call_outputs, self.arena, offset)
@@ -158,6 +169,20 @@ class CallServer:
             seen += fresh
         self.kept = seen[-KEEP:]
         return ""
+
+
+def _where(i: int, out) -> dict:
+    """Where output ``i`` lies in this process: its address, shape, element strides and dtype."""
+    import torch
+
+    from verifier.sandbox.torch_values import dtype_name
+
+    if type(out) is not torch.Tensor:
+        raise TypeError(f"output {i} is a {type(out).__name__}, not a plain torch.Tensor")
+    if out.device.type != "cpu":
+        raise TypeError(f"output {i} is on {out.device}, not on the CPU")
+    return {"t": "tensor", "offset": out.data_ptr(), "shape": list(out.shape), "stride": list(out.stride()),
+            "dtype": dtype_name(out.dtype)}
 
 
 def _disjoint(groups: list[list]) -> bool:
