@@ -86,6 +86,14 @@ def test_a_description_out_of_protocol_is_refused(child, described, kind, words)
     assert refused.value.kind == kind and words in str(refused.value)
 
 
+def test_one_call_may_return_one_tensor_twice_but_two_calls_may_not_share_it(child):
+    pid, a, b, _ = child
+    spec, arena = _read(pid, [[_tensor(b, (12,), (1,)), _tensor(b, (3, 4), (4, 1))]])
+    assert np.array_equal(arena.borrow(_layout(spec[0][1])).reshape(-1), arena.borrow(_layout(spec[0][0])))
+    with pytest.raises(RemoteReadError, match="another output of the window"):
+        _read(pid, [[_tensor(b, (12,), (1,))], [_tensor(b, (12,), (1,))]])
+
+
 def test_an_output_in_an_arena_or_on_an_earlier_windows_storage_is_refused(child):
     pid, a, b, arena_at = child
     with pytest.raises(RemoteReadError, match="the arena its inputs are in") as refused:

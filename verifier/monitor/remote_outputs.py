@@ -97,7 +97,7 @@ class RemoteOutputs:
         per call, as a peer's own Collect reports it. RemoteReadError names what was wrong."""
         per_call = self._layouts(described, calls)
         flat = [lay for lays in per_call for lay in lays]
-        spans = [(lay.offset, lay.offset + lay.span()) for lay in flat if lay.span() > 0]
+        spans = [span for lays in per_call for span in _merged([(lay.offset, lay.offset + lay.span()) for lay in lays])]
         self._check_disjoint(spans)
         offset, placed = align(out_start), []
         for lay in flat:
@@ -171,6 +171,18 @@ class RemoteOutputs:
         if problem:
             raise RemoteReadError(f"its outputs could not be read from its memory ({problem}): an address it has "
                                   "not mapped")
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """One call's output ranges, overlapping ones merged: a call may return one tensor twice (as the runner's own
+    check allows, verifier.sandbox.serve.CallServer.reuse), two calls may not share storage."""
+    merged: list[tuple[int, int]] = []
+    for start, end in sorted(s for s in spans if s[1] > s[0]):
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
 
 
 def _overlapping(spans: list[tuple[int, int]]) -> bool:
