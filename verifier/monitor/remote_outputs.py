@@ -50,13 +50,6 @@ class RemoteReadError(Exception):
         self.kind = kind
 
 
-def _read(pid: int, local: int, remote: int, length: int) -> int:
-    """Bytes copied from ``remote`` in process ``pid`` to ``local`` here (-errno on failure)."""
-    lvec, rvec = _IoVec(local, length), _IoVec(remote, length)
-    got = _libc.process_vm_readv(pid, ctypes.byref(lvec), 1, ctypes.byref(rvec), 1, 0)
-    return got if got >= 0 else -ctypes.get_errno()
-
-
 def readable(pid: int) -> bool:
     """Whether this process may read ``pid``'s memory (a few bytes of its first readable mapping)."""
     try:
@@ -66,7 +59,7 @@ def readable(pid: int) -> bool:
                 if perms.startswith("r"):
                     start = int(span.split("-")[0], 16)
                     buf = ctypes.create_string_buffer(8)
-                    return _read(pid, ctypes.addressof(buf), start, 8) == 8
+                    return _read_pieces(pid, ctypes.addressof(buf), [(start, 0, 8)]) == ""
     except (OSError, ValueError):
         return False
     return False
