@@ -21,6 +21,21 @@ def synchronizer(device: str) -> Callable[[], None]:
     return lambda: None
 
 
+def start_device(device: str = "") -> None:
+    """Start ``device``'s context in this process now ("": the accelerator this torch was built for), or raise
+    the driver's own error. A sandbox process does this during its trusted start-up, before its seccomp
+    filter (a driver's start makes calls the filter refuses), and fails there rather than carry on without
+    the device the monitor found (the Triton backend would otherwise fall back to its CPU interpreter)."""
+    import torch
+
+    kind = device.split(":")[0] if device else ("cuda" if torch.version.cuda else "npu")
+    if kind == "cuda":
+        torch.cuda.init()  # raises with the driver's error (e.g. CUDA error 304 where a path it needs is denied)
+        torch.cuda.synchronize()
+    elif kind == "npu" and getattr(torch, "npu", None) is not None:  # registered by torch_npu
+        torch.npu.synchronize()
+
+
 def flusher(device: str) -> Callable[[], None] | None:
     """A function that evicts the device's L2 (zeroing a buffer twice its size, allocated once per
     process: what KernelBench and Triton's do_bench do between repetitions); None on the CPU."""

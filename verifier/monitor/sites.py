@@ -120,7 +120,7 @@ class ReferenceSite(Site):
         policy, import_root = self.policy(read=read, devices=devices, memory_mb=memory_mb, threads=threads)
         env = clean_env(threads, self.work, import_root, devices)
         self.process = Sandboxed([sys.executable, "-m", "verifier.sandbox.reference_worker", "{channel}", str(threads),
-                                  str(fill or "")], policy, self.work, env)
+                                  str(fill or ""), "devices" if devices else ""], policy, self.work, env)
 
 
 class BuilderSite(Site):

@@ -69,6 +69,12 @@ class Runner:
         from verifier.sandbox.observer import RunnerObserver
 
         self.backend = get_backend(boot.backend)
+        if boot.device != "cpu":
+            # the device the monitor found: started now, or the runner fails with the driver's error (never a
+            # silent fallback to the CPU: Triton's interpreter would run the kernel there)
+            from verifier.backends.device_sync import start_device
+
+            start_device(boot.device)
         self.backend.before_sandbox()
         self.backend.synchronize()  # device context (driver threads) before the filter
         self.observer = RunnerObserver(Arena.attach(self.page_fd), boot.observer)

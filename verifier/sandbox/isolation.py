@@ -6,12 +6,13 @@ handed it. The monitor builds one :class:`Policy` per process (:func:`build_poli
 (verifier.sandbox.launcher) applies it, in this order, before the process's own code starts:
 
 1. namespaces (launcher, :func:`enter_namespaces`): a new PID namespace (the process is its pid 1;
-   when it dies every descendant dies with it) and a new network namespace (no interface is up:
+   when it dies every descendant dies with it; not for a process that opens a GPU:
+   :func:`own_pid_namespace`) and a new network namespace (no interface is up:
    no address is reachable, loopback included, UDP as much as TCP). As root this is plain
    ``unshare``; otherwise a user namespace makes it possible; where neither works the launcher says
    so and the verdict warns "network isolation unavailable".
 2. in the forked child before ``exec`` (:func:`apply`): death with the launcher
-   (``PR_SET_PDEATHSIG``), resource limits, privileges (verifier.sandbox.privileges: a dedicated
+   (``PR_SET_PDEATHSIG``), resource limits (address space; data where it opens a GPU), privileges (verifier.sandbox.privileges: a dedicated
    unprivileged uid, or uid 0 stripped of every capability where the runtime is not readable by
    others), ``no_new_privs``, a Landlock domain (verifier.sandbox.landlock: read and execute the
    system, the Python runtime, this project's two packages and the backend's toolchains; read a
@@ -184,14 +185,24 @@ def hand_over(workdir: Path, policy: Policy, writable: bool) -> None:
 
 
 # ---- namespaces (the launcher, before it starts the process) ----------------------------------------
-def enter_namespaces() -> None:
-    """Unshare PID and network namespaces for the processes this one starts next (and the network
-    for itself). Not root: inside a new user namespace that maps our own ids."""
+def own_pid_namespace(policy: Policy) -> bool:
+    """Whether the process gets a PID namespace of its own: not where it opens a GPU. The CUDA driver names
+    its threads at start-up by writing /proc/<pid>/task/<tid>/comm with the ids it sees, which in a new PID
+    namespace (under the machine's /proc) name another process, and cuInit then fails (CUDA error 304).
+    What the namespace adds is kept otherwise: a device side starts no process (its seccomp filter kills
+    fork and exec), signals none but itself, and Landlock hides every other process's /proc entry."""
+    return not policy.devices
+
+
+def enter_namespaces(pid: bool = True) -> None:
+    """Unshare the network namespace, and unless ``pid`` is False the PID namespace, for the processes this
+    one starts next (and the network for itself). Not root: inside a new user namespace that maps our own ids."""
     libc = ctypes.CDLL(None, use_errno=True)
-    if os.geteuid() == 0 and libc.unshare(CLONE_NEWPID | CLONE_NEWNET) == 0:
+    flags = CLONE_NEWNET | (CLONE_NEWPID if pid else 0)
+    if os.geteuid() == 0 and libc.unshare(flags) == 0:
         return
     uid, gid = os.geteuid(), os.getegid()
-    if libc.unshare(CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET) != 0:
+    if libc.unshare(CLONE_NEWUSER | flags) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"unshare: {os.strerror(err)}")
     Path("/proc/self/setgroups").write_text("deny")
@@ -207,8 +218,11 @@ def apply(policy: Policy) -> None:
     if policy.cpus:
         os.sched_setaffinity(0, policy.cpus)
     mb = 1 << 20
-    if policy.memory_mb:
-        resource.setrlimit(resource.RLIMIT_AS, (policy.memory_mb * mb,) * 2)
+    if policy.memory_mb:  # a GPU driver reserves address space far beyond any such limit (CUDA's unified
+        # addressing: the device's memory and the host's, mapped PROT_NONE): there, the limit is on data
+        # (private writable memory: what malloc and the candidate's own mmap take), not on address space
+        limit = resource.RLIMIT_DATA if policy.devices else resource.RLIMIT_AS
+        resource.setrlimit(limit, (policy.memory_mb * mb,) * 2)
     if policy.file_mb:
         resource.setrlimit(resource.RLIMIT_FSIZE, (policy.file_mb * mb,) * 2)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -225,8 +239,12 @@ def apply(policy: Policy) -> None:
             for path in paths:
                 rules.allow(path, rights)
         rules.allow("/proc/self", landlock.READ)  # resolved here: the pid the process will have
-        pin = os.open("/proc/self", os.O_PATH | os.O_DIRECTORY)  # keeps that /proc entry (the rule's inode) alive
-        os.set_inheritable(pin, True)
+        pins = ["/proc/self"]
+        if policy.devices:  # a GPU driver names its threads as it starts (cuInit writes /proc/<pid>/task/<tid>/comm)
+            rules.allow("/proc/self/task", landlock.THREAD_NAMES)  # and fails without it (CUDA error 304)
+            pins.append("/proc/self/task")
+        for path in pins:  # keeps those /proc entries (the rules' inodes) alive
+            os.set_inheritable(os.open(path, os.O_PATH | os.O_DIRECTORY), True)
         rules.restrict()
     if policy.role == "builder":
         from verifier.sandbox import seccomp

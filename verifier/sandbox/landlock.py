@@ -41,6 +41,7 @@ READ_EXEC = READ | EXECUTE
 WRITE = (WRITE_FILE | READ_FILE | READ_DIR | REMOVE_DIR | REMOVE_FILE | MAKE_DIR | MAKE_REG | REFER
          | TRUNCATE)  # a private working directory: no symlinks, devices, sockets or fifos
 DEVICE = READ_FILE | WRITE_FILE | IOCTL_DEV  # a GPU/NPU character device
+THREAD_NAMES = READ | WRITE_FILE | TRUNCATE  # the process's own /proc/<pid>/task: its threads' comm files
 
 
 class LandlockError(OSError):

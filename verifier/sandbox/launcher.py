@@ -55,7 +55,7 @@ def main(argv: list[str]) -> int:
         return ISOLATION_FAILED
     os.set_inheritable(status_fd, False)  # the process gets its channels (KEEP_FDS), never this pipe
     try:
-        isolation.enter_namespaces()
+        isolation.enter_namespaces(pid=isolation.own_pid_namespace(policy))
         namespaces = ""
     except OSError as exc:
         namespaces = f"no PID and network namespaces here ({exc.strerror or exc})"

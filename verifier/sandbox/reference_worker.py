@@ -271,6 +271,11 @@ def main(argv: list[str]) -> int:
 
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.getcwd())
     fill = fast_fill.load(argv[3]) if len(argv) > 3 else None  # before the filter: loading maps a library
+    if len(argv) > 4 and argv[4] == "devices":
+        # the device's context before the filter, as the runner does: a driver's start makes calls it refuses
+        from verifier.backends.device_sync import start_device
+
+        start_device()
     on = seccomp.install(seccomp.RUNNER)
     worker = Worker(Channel.from_fd(int(argv[1])), fill)
     worker.send(msg.Ready(on, "" if on else "no seccomp filter on this platform", len(os.listdir("/proc/self/task")),

@@ -137,7 +137,8 @@ class Sandboxed:
         if self.namespaces:
             return isolation.Isolation(base.mechanism, base.warnings + (f"network isolation unavailable: "
                                                                         f"{self.namespaces}",))
-        return isolation.Isolation(base.mechanism + ", own PID and network namespaces", base.warnings)
+        own = "own PID and network namespaces" if isolation.own_pid_namespace(self.policy) else "own network namespace"
+        return isolation.Isolation(f"{base.mechanism}, {own}", base.warnings)
 
     # ---- talking -----------------------------------------------------------------------------------
     def send(self, message: Any, fds: tuple[int, ...] = ()) -> bool:

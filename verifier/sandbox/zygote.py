@@ -130,7 +130,7 @@ def _launch(request: dict, fds: list[int], control: socket.socket, monitor: int 
         os.close(fd)
     policy = isolation.Policy.from_env(request["policy"])
     try:
-        isolation.enter_namespaces()
+        isolation.enter_namespaces(pid=isolation.own_pid_namespace(policy))
         namespaces = ""
     except OSError as exc:
         namespaces = f"no PID and network namespaces here ({exc.strerror or exc})"

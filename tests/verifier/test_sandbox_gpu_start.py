@@ -1,0 +1,113 @@
+"""What a sandbox process needs to start a GPU, checked without one (the H200 run of 2026-11-30 found each):
+
+- the CUDA driver names its threads at start-up (writes /proc/<pid>/task/<tid>/comm): a process that opens a
+  device may write its own task entries, and nothing else in /proc; it gets no PID namespace of its own
+  (the driver's ids would name another process under the machine's /proc);
+- the driver reserves address space far beyond the sandbox's memory limit: a device side's limit is on data;
+- torch's extension build in the builder (no device) is told the target architecture instead of asking the
+  driver;
+- the runner starts the device the monitor found, or fails with the driver's error, never falls back to
+  the CPU.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import resource
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from verifier.sandbox import isolation, landlock
+
+ROOT = isolation.package_root()
+
+
+def _confined(policy: isolation.Policy, body: str) -> subprocess.CompletedProcess:
+    code = textwrap.dedent(f"""
+        import json, os, resource, sys
+        sys.path.insert(0, {str(ROOT)!r})
+        from verifier.sandbox import isolation
+        isolation.apply(isolation.Policy.from_env({policy.to_env()!r}))
+    """) + textwrap.dedent(body)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+
+
+def _policy(tmp_path, devices: tuple[str, ...]) -> isolation.Policy:
+    policy = isolation.build_policy("runner", tmp_path, writable=True)
+    return dataclasses.replace(policy, devices=devices, memory_mb=2048)
+
+
+def test_a_device_side_gets_no_pid_namespace_and_every_other_side_does(tmp_path):
+    assert isolation.own_pid_namespace(_policy(tmp_path, ()))
+    assert not isolation.own_pid_namespace(_policy(tmp_path, ("/dev/null",)))
+
+
+@pytest.mark.parametrize("devices", [(), ("/dev/null",)])
+def test_a_device_sides_memory_limit_is_on_data_not_address_space(tmp_path, devices):
+    done = _confined(_policy(tmp_path, devices), """
+        print(json.dumps([resource.getrlimit(resource.RLIMIT_AS)[0], resource.getrlimit(resource.RLIMIT_DATA)[0]]))
+    """)
+    assert done.returncode == 0, done.stderr
+    address_space, data = json.loads(done.stdout)
+    limit = 2048 << 20
+    unlimited = resource.RLIM_INFINITY
+    assert (address_space, data) == ((unlimited, limit) if devices else (limit, unlimited))
+
+
+@pytest.mark.skipif(not landlock.abi_version()[0], reason="no Landlock on this kernel")
+@pytest.mark.parametrize("devices", [(), ("/dev/null",)])
+def test_a_device_side_may_name_its_threads_and_write_nothing_else_in_proc(tmp_path, devices):
+    """What cuInit does (a thread's comm under /proc/<pid>/task), allowed only where the process opens a device;
+    another process's entries and the rest of its own stay closed."""
+    done = _confined(_policy(tmp_path, devices), """
+        import threading
+        results = {}
+        def attempt(name, path, text):
+            try:
+                with open(path, "w") as f:
+                    f.write(text)
+                results[name] = "ok"
+            except OSError as exc:
+                results[name] = exc.errno
+        tid = threading.get_native_id()
+        attempt("comm", f"/proc/{os.getpid()}/task/{tid}/comm", "cuda-EvtHandlr")
+        attempt("own_oom", f"/proc/{os.getpid()}/oom_score_adj", "500")
+        attempt("parent_comm", f"/proc/{os.getppid()}/comm", "x")
+        print(json.dumps(results))
+    """)
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout)
+    assert results["comm"] == ("ok" if devices else 13)  # EACCES
+    assert results["own_oom"] == 13 and results["parent_comm"] == 13
+
+
+def test_the_cuda_build_is_told_its_target_and_never_asks_the_driver(tmp_path, monkeypatch):
+    from torch.utils import cpp_extension
+
+    from verifier.sandbox import inline_builder
+
+    seen = {}
+    monkeypatch.delenv("TORCH_CUDA_ARCH_LIST", raising=False)
+    monkeypatch.setattr(cpp_extension, "_write_ninja_file_and_build_library",
+                        lambda *args, **kwargs: seen.setdefault("arch", inline_builder.os.environ.get("TORCH_CUDA_ARCH_LIST")))
+    (tmp_path / "job.json").write_text(json.dumps({"name": "ext", "cpp_sources": "", "cuda_sources": "__global__ void k() {}",
+                                                   "functions": None, "arch": "sm_90a"}))
+    monkeypatch.chdir(tmp_path)
+    assert inline_builder.main(["inline_builder", "job.json"]) == 0
+    assert seen["arch"] == "9.0a"
+
+
+def test_starting_a_device_this_torch_cannot_reach_raises_the_drivers_error():
+    """The runner's boot calls this for the device the monitor found: no silent CPU fallback."""
+    import torch
+
+    from verifier.backends.device_sync import start_device
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU: starting it succeeds")
+    with pytest.raises((AssertionError, RuntimeError)):
+        start_device("cuda")
