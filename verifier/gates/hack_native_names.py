@@ -115,7 +115,10 @@ PYBIND_NEEDS = set("""PyEval_GetBuiltins PyEval_AcquireThread PyEval_SaveThread 
 PyObject_CallFunctionObjArgs PyFrame_GetBack PyFrame_GetCode PyFrame_GetLineNumber PyThreadState_Clear
 PyThreadState_DeleteCurrent PyThreadState_New _PyThreadState_UncheckedGet PyInterpreterState_GetDict
 PyObject_GetAttrString PyObject_SetAttrString PyObject_HasAttrString _PyType_Lookup _PyObject_GetDictPtr
-PyObject_GetItem PyObject_SetItem""".split())
+PyObject_GetItem PyObject_SetItem""".split()) | {
+    # and on Python 3.12 and newer, pybind11 3's subinterpreter support and 3.13's thread-state accessor (seen in
+    # a real CUDA extension's build with torch 2.11 on Python 3.12, on an H200, 2026-11-30)
+    "PyInterpreterState_Get", "PyInterpreterState_Main", "PyThreadState_Get", "PyThreadState_GetUnchecked"}
 # CPython calls that run code, import, reach frames or globals, or read and write attributes.
 PY_DENIED = re.compile(r"_?(?:PyObject_(?:Call|Vectorcall|GetAttr|SetAttr|DelAttr|GenericGetAttr|GenericSetAttr|"
                        r"GenericGetDict|Dir|MakeTpCall)|PyVectorcall_|PyEval_|PyRun_|PyImport_|Py_CompileString|"

@@ -13,6 +13,7 @@ Exit status 0: built; otherwise the compiler's output is on stderr.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -47,6 +48,12 @@ def main(argv: list[str]) -> int:
     sources[0].write_text(module_source(job["cpp_sources"], job.get("functions"), job.get("with_pytorch_error_handling", True),
                                         implicit))
     with_cuda = bool(job.get("cuda_sources"))
+    if with_cuda and job.get("arch"):
+        # the target the monitor chose (the GPU's own, found outside the sandbox): without it torch's build
+        # asks the CUDA driver for the device's capability, and the builder may not open the device
+        from verifier.backends.cuda import arch_list_entry
+
+        os.environ["TORCH_CUDA_ARCH_LIST"] = arch_list_entry(job["arch"])
     if with_cuda:
         sources.append(build_dir / "cuda.cu")
         sources[1].write_text(cuda_source(job["cuda_sources"], implicit))
