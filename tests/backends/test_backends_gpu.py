@@ -1,7 +1,7 @@
 """The CUDA and Triton backends through the real verifier on a GPU (CI has none: skipped there).
 
-An honest ReLU kernel must pass every gate for real (none "unavailable here") with a measured
-speedup (the runner and the reference worker both on the GPU, each call primed, timed and collected
+Every known-good Triton solution and an honest ReLU kernel must pass every gate for real (none
+"unavailable here") with a measured speedup (the runner and the reference worker both on the GPU, each call primed, timed and collected
 by the monitor: verifier.sandbox.serve); the same kernel with a wrong constant must fail correctness;
 torch compute added to forward is observed on the device.
 """
@@ -65,3 +65,24 @@ def test_torch_compute_in_forward_is_observed_on_the_gpu(backend):
                                    "    def forward(self, *args):\n        return torch.relu(super().forward(*args))\n")
     verdict = verify(relu_task(backend), cheating, backend, VerifySettings(disabled_checks=tuple(CHECKS)))
     assert verdict.failed_gate == "hack" and "torch compute observed in forward" in verdict.feedback, verdict.feedback
+
+
+def test_every_known_good_triton_solution_passes_on_the_gpu_with_a_trusted_speedup(tmp_path):
+    """The shipped Triton solutions (kernelbench_npu/solutions/triton) on their bundled problems at the
+    problems' own sizes: every gate passes on the device, none "unavailable here", the figure trusted.
+    benchmarks.gpu_fidelity times the same kernels plainly (CUDA events) beside the verifier."""
+    from benchmarks.gpu_fidelity import task_spec
+    from kernelbench_npu.known_good import known_good
+    from verifier.api import verify
+    from verifier.gate_plan import is_unavailable
+    from verifier.settings import VerifySettings
+
+    solutions = known_good("triton")
+    assert len(solutions) >= 7
+    for task_id, path in solutions.items():
+        verdict = verify(task_spec(task_id, "triton"), path.read_text(), "triton", VerifySettings(cache_dir=tmp_path))
+        assert verdict.passed, f"{task_id}: {verdict.feedback}"
+        assert not any(is_unavailable(g) for g in verdict.gates), f"{task_id}: {verdict.feedback}"
+        assert verdict.latency is not None and verdict.latency.trusted, f"{task_id}: {verdict.feedback}"
+        print(f"{task_id}: speedup {verdict.latency.speedup:.2f} [{verdict.latency.ci_low:.2f}, "
+              f"{verdict.latency.ci_high:.2f}]")
