@@ -111,3 +111,44 @@ def test_starting_a_device_this_torch_cannot_reach_raises_the_drivers_error():
         pytest.skip("this machine has a GPU: starting it succeeds")
     with pytest.raises((AssertionError, RuntimeError)):
         start_device("cuda")
+
+
+def test_without_a_pid_namespace_the_launcher_still_takes_every_descendant_along(tmp_path):
+    """A device side is not pid 1 of a namespace of its own; a daemon it leaves behind (double fork, own
+    session) is killed by its launcher, the subreaper of everything it starts, once the process has ended."""
+    from pathlib import Path
+
+    from verifier.monitor.sites import Site
+    from verifier.sandbox.spawn import Sandboxed, clean_env
+
+    marker = tmp_path / "alive"
+    site = Site("runner")
+    try:
+        policy, import_root = site.policy()
+        policy = dataclasses.replace(policy, devices=("/dev/null",))
+        code = textwrap.dedent(f"""
+            import os, time
+            print("pid", os.getpid())
+            if os.fork() == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    time.sleep(30)  # {marker}
+                os._exit(0)
+            time.sleep(0.3)
+            """)
+        process = Sandboxed([sys.executable, "-c", code], policy, site.work, clean_env(2, site.work, import_root),
+                            channel=False)
+        assert process.wait(60) == 0, process.log_text()
+        log = process.log_text()
+        assert "own network namespace" in process.isolation().mechanism
+    finally:
+        site.close()
+    assert "pid 1\n" not in log, log
+    survivors = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and str(marker) in (entry / "cmdline").read_bytes().decode(errors="replace"):
+                survivors.append(entry.name)
+        except OSError:
+            continue
+    assert survivors == []

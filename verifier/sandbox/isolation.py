@@ -189,8 +189,9 @@ def own_pid_namespace(policy: Policy) -> bool:
     """Whether the process gets a PID namespace of its own: not where it opens a GPU. The CUDA driver names
     its threads at start-up by writing /proc/<pid>/task/<tid>/comm with the ids it sees, which in a new PID
     namespace (under the machine's /proc) name another process, and cuInit then fails (CUDA error 304).
-    What the namespace adds is kept otherwise: a device side starts no process (its seccomp filter kills
-    fork and exec), signals none but itself, and Landlock hides every other process's /proc entry."""
+    What the namespace adds is kept otherwise: its launcher is the subreaper of whatever the process starts
+    and kills what is left once it has ended (verifier.sandbox.launcher), its filter kills fork and exec and
+    signals to others (unless a Triton JIT needs ptxas), and Landlock hides every other process's /proc entry."""
     return not policy.devices
 
 

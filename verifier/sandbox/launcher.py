@@ -5,7 +5,10 @@ verifier.sandbox.spawn in a new session) does, with the policy from ``EVOKERNEL_
 (removed from the environment it passes on):
 
 1. new PID and network namespaces (verifier.sandbox.isolation.enter_namespaces), so the process it
-   starts is pid 1 of its own namespace (every descendant dies with it) and reaches no address;
+   starts is pid 1 of its own namespace (every descendant dies with it) and reaches no address. A process
+   that opens a GPU gets no PID namespace (isolation.own_pid_namespace): the launcher is then the subreaper
+   of everything it starts, and once the process has ended it kills whatever the process left behind
+   (a daemon that double-forked and left its session is still beneath it);
 2. starts ARGV with the uid switch (``Popen(user=..., group=...)``) and, in the forked child before
    ``exec``, :func:`verifier.sandbox.isolation.apply` (death with the launcher, limits, capabilities,
    no_new_privs, Landlock, the builder's seccomp filter); KEEP_FDS (comma-separated) are inherited;
@@ -23,6 +26,7 @@ verification (exit code 70, reason in the log) rather than running the process u
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import select
@@ -34,6 +38,7 @@ from verifier.sandbox import isolation
 
 ISOLATION_FAILED = 70
 MONITOR_ENV = "EVOKERNEL_MONITOR_PID"  # the pid of the process that started this launcher (its parent)
+PR_SET_CHILD_SUBREAPER = 36
 
 
 def confine(policy: isolation.Policy) -> None:
@@ -59,6 +64,10 @@ def main(argv: list[str]) -> int:
         namespaces = ""
     except OSError as exc:
         namespaces = f"no PID and network namespaces here ({exc.strerror or exc})"
+    reaper = not isolation.own_pid_namespace(policy)
+    if reaper and ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        print("sandbox launcher: cannot become the subreaper of the process it starts", file=sys.stderr)
+        return ISOLATION_FAILED
     switch = {} if policy.uid is None else {"user": policy.uid, "group": policy.gid, "extra_groups": list(policy.groups)}
     try:  # close_fds=False keeps the /proc/self pin apply() opens; pass_fds keeps the channels
         child = subprocess.Popen(command, close_fds=False, env=dict(os.environ), preexec_fn=lambda: confine(policy),
@@ -76,6 +85,8 @@ def main(argv: list[str]) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_IGN)
     code = child.returncode = wait_watching(child.pid, monitor)
+    if reaper:
+        kill_descendants()
     if code < 0:
         signal.signal(-code, signal.SIG_DFL)
         os.kill(os.getpid(), -code)
@@ -96,6 +107,41 @@ def watch_monitor(expected: str) -> int | None:
         os.close(watch)
         return -1
     return watch
+
+
+def _children() -> set[int]:
+    """This process's children (every orphan of what it started, as their subreaper)."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid():
+            found.add(int(entry))
+    return found
+
+
+def kill_descendants(rounds: int = 100) -> None:
+    """SIGKILL whatever is left beneath this launcher, round after round (a killed process's children come
+    to it next), until nothing is."""
+    for _ in range(rounds):
+        children = _children()
+        if not children:
+            return
+        for pid in children:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        for pid in children:
+            try:
+                os.waitpid(pid, 0)
+            except ChildProcessError:
+                pass
 
 
 def wait_watching(pid: int, monitor: int | None) -> int:
