@@ -19,19 +19,36 @@ def register(app: typer.Typer) -> None:
         measured peaks of those that time kernels here (probed once per machine, then cached)."""
         from verifier.backends import backend_names, get_backend
 
-        rows = []
+        rows, confined = [], {}
         for name in backend_names():
             try:
-                availability = get_backend(name).availability()
+                backend = get_backend(name)
+                availability = backend.availability()
             except Exception as exc:  # an optional backend that cannot even be imported
                 typer.echo(f"{name}: unavailable: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}")
                 continue
             if not as_json:
                 typer.echo(availability.line())
+            device = backend.device() if availability.available else "cpu"
+            if device != "cpu":
+                if device not in confined:
+                    confined[device] = _starts_confined(device)
+                if not as_json:
+                    typer.echo(f"  in the sandbox: {confined[device] or f'the {device} device starts'}")
             peaks = _peaks(availability, threads, probe, quiet=as_json)
-            rows.append((availability, peaks))
+            rows.append((availability, peaks, confined.get(device) if device != "cpu" else None))
         if as_json:
-            typer.echo(json.dumps([_json_row(a, p) for a, p in rows], indent=2))
+            typer.echo(json.dumps([_json_row(*row) for row in rows], indent=2))
+
+
+def _starts_confined(device: str) -> str:
+    """"" where the device starts in a confined process, else why not, said as the machine's problem."""
+    from verifier.monitor.device_start import starts_confined
+    from verifier.settings import VerifySettings
+
+    why = starts_confined(device, VerifySettings().memory_limit_mb)
+    return f"the {device} device cannot start: {why} (every verification on it would end as the machine's outcome)" \
+        if why else ""
 
 
 def _peaks(availability, threads: int, refresh: bool, quiet: bool):
@@ -63,11 +80,13 @@ def _load_warning(peaks) -> str:
     return f" (busy machine, {cpus} CPUs: peaks may be understated; rerun with --probe when quiet)"
 
 
-def _json_row(availability, lookup) -> dict:
+def _json_row(availability, lookup, confined: str | None) -> dict:
     from dataclasses import asdict
 
     row = {"backend": availability.backend, "available": availability.available, "reason": availability.reason,
            "gates": {g.gate: {"available": g.available, "note": g.note} for g in availability.gates}}
+    if confined is not None:  # a device backend: whether its device starts in a sandbox process
+        row["sandbox"] = {"device_starts": not confined, "why": confined}
     if lookup is not None:
         row["peaks"] = asdict(lookup.peaks) if lookup.peaks else None
         row["peaks_problem"] = lookup.problem

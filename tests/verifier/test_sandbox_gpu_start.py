@@ -152,3 +152,17 @@ def test_without_a_pid_namespace_the_launcher_still_takes_every_descendant_along
         except OSError:
             continue
     assert survivors == []
+
+
+def test_whether_a_device_starts_confined_is_asked_in_a_real_sandbox_process():
+    """``evokernel backends`` asks this per device backend; here (a CPU torch) the confined process runs and
+    its own error comes back in one line."""
+    import torch
+
+    from verifier.monitor.device_start import starts_confined
+
+    why = starts_confined("cuda", memory_mb=6144)
+    if torch.cuda.is_available():
+        assert why == ""
+    else:
+        assert why and "CUDA" in why and "\n" not in why, why
