@@ -32,7 +32,11 @@ def start_device(device: str = "") -> None:
     if kind == "cuda":
         torch.cuda.init()  # raises with the driver's error (e.g. CUDA error 304 where a path it needs is denied)
         torch.cuda.synchronize()
-    elif kind == "npu" and getattr(torch, "npu", None) is not None:  # registered by torch_npu
+    elif kind == "npu":
+        try:
+            import torch_npu  # noqa: F401 - registers torch.npu
+        except ImportError:
+            return  # no NPU runtime in this environment: nothing to start
         torch.npu.synchronize()
 
 
