@@ -79,7 +79,10 @@ def test_solutions_are_found_by_task_id_and_only_for_bundled_float32_tasks():
     assert "class ModelNew" in solution_source("L1/001_relu")
     assert solution_path("L1/001_relu@fp16") is None  # a dtype variant: the shipped kernels are float32
     assert solution_path("KB-L1/19_ReLU") is None  # a KernelBench checkout's task
-    assert solution_path("L1/001_relu", backend="triton") is None
+    assert solution_path("L1/001_relu", backend="cuda") is None  # no CUDA solutions are shipped
+    triton = solution_path("L1/001_relu", backend="triton")  # Triton's: seven, for the GPU (benchmarks.gpu_fidelity)
+    assert triton is not None and triton.parts[-3:] == ("triton", "level1", "001_relu.py")
+    assert solution_path("L1/002_leaky_relu", backend="triton") is None
     assert solution_source("L9/404_missing") is None
 
 
