@@ -20,6 +20,7 @@ import sys
 import textwrap
 
 import pytest
+from proc_scan import processes_naming
 
 from verifier.sandbox import isolation, landlock
 
@@ -116,8 +117,6 @@ def test_starting_a_device_this_torch_cannot_reach_raises_the_drivers_error():
 def test_without_a_pid_namespace_the_launcher_still_takes_every_descendant_along(tmp_path):
     """A device side is not pid 1 of a namespace of its own; a daemon it leaves behind (double fork, own
     session) is killed by its launcher, the subreaper of everything it starts, once the process has ended."""
-    from pathlib import Path
-
     from verifier.monitor.sites import Site
     from verifier.sandbox.spawn import Sandboxed, clean_env
 
@@ -144,14 +143,7 @@ def test_without_a_pid_namespace_the_launcher_still_takes_every_descendant_along
     finally:
         site.close()
     assert "pid 1\n" not in log, log
-    survivors = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and str(marker) in (entry / "cmdline").read_bytes().decode(errors="replace"):
-                survivors.append(entry.name)
-        except OSError:
-            continue
-    assert survivors == []
+    assert processes_naming(str(marker)) == []
 
 
 def test_whether_a_device_starts_confined_is_asked_in_a_real_sandbox_process():

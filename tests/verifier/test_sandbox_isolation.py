@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from proc_scan import processes_naming
 
 from verifier.sandbox import isolation, landlock, privileges, seccomp
 
@@ -156,14 +157,7 @@ def test_a_sandbox_process_reaches_no_address_and_takes_its_descendants_along(tm
     with pytest.raises(socket.timeout):
         listener.recvfrom(16)
     listener.close()
-    survivors = []
-    for entry in Path("/proc").iterdir():
-        try:
-            if entry.name.isdigit() and str(marker) in (entry / "cmdline").read_bytes().decode(errors="replace"):
-                survivors.append(entry.name)
-        except OSError:
-            continue
-    assert survivors == []
+    assert processes_naming(str(marker)) == []
 
 
 def test_runner_and_reference_share_the_same_pinned_cores(tmp_path):
