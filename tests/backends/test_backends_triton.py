@@ -10,6 +10,7 @@ import torch
 from build_jobs import build_own
 from fresh_python import run_fresh
 
+from kernelbench_npu.known_good import known_good, solution_source
 from verifier.backends.scaffolds import fenced_blocks, scaffold_sections
 from verifier.backends.triton_backend import TritonBackend, kernels_only_source, triton_version
 
@@ -128,3 +129,17 @@ def loaded(path=open("/etc/passwd").read()):
     kept = kernels_only_source(ast.parse(source))
     assert "configs = [triton.Config" in kept and "short = [C(" in kept and "def prune(" in kept
     assert "escape" not in kept and "hidden" not in kept and "weights" not in kept and "def loaded" not in kept
+
+
+@pytest.mark.parametrize("task_id", sorted(known_good("triton")))
+def test_each_known_good_triton_solution_passes_the_static_policy(task_id):
+    """The shipped Triton solutions (run on a GPU by tests/backends/test_backends_gpu.py and
+    benchmarks.gpu_fidelity) pass the parent-side tier here: the static hack gate and the backend's
+    precheck (syntax, launch reading), well under a second each."""
+    from verifier.backends import get_backend
+    from verifier.gates.hack import static_gate
+
+    source, backend = solution_source(task_id, "triton"), get_backend("triton")
+    gate = static_gate(source, "float32", (), backend.static_imports)
+    assert gate.passed, gate.detail
+    assert not backend.precheck(source)
