@@ -163,8 +163,8 @@ def main() -> int:
                       f"{'; '.join(v.get('error', '%.2f' % v.get('speedup', 0)) for v in row['verifier'])}", flush=True)
                 continue
             med = statistics.median(speeds)
-            spread = f" (x{len(speeds)}: {min(speeds):.2f}-{max(speeds):.2f}, max/min {max(speeds) / min(speeds):.3f})" \
-                if len(speeds) > 1 else ""
+            spread = "" if len(speeds) < 2 else \
+                f" (x{len(speeds)}: {min(speeds):.2f}-{max(speeds):.2f}, max/min {max(speeds) / min(speeds):.3f})"
             first = row["verifier"][0]
             print(f"{task_id:28s} {p['solo']:6.2f} {p['alternating']:6.2f} {med:9.2f} {med / p['alternating']:8.3f}  "
                   f"{p['alt_ref_ms']:.4f}/{p['alt_new_ms']:.4f}  {first['seconds']:.1f}"

@@ -1,9 +1,9 @@
 """The CUDA and Triton backends through the real verifier on a GPU (CI has none: skipped there).
 
 Every known-good Triton solution and an honest ReLU kernel must pass every gate for real (none
-"unavailable here") with a measured speedup (the runner and the reference worker both on the GPU, each call primed, timed and collected
-by the monitor: verifier.sandbox.serve); the same kernel with a wrong constant must fail correctness;
-torch compute added to forward is observed on the device.
+"unavailable here") with a measured speedup (the runner and the reference worker both on the GPU, each
+call primed, timed and collected by the monitor: verifier.sandbox.serve); the same kernel with a wrong
+constant must fail correctness; torch compute added to forward is observed on the device.
 """
 
 from __future__ import annotations

@@ -93,10 +93,13 @@ def test_the_cuda_build_is_told_its_target_and_never_asks_the_driver(tmp_path, m
 
     seen = {}
     monkeypatch.delenv("TORCH_CUDA_ARCH_LIST", raising=False)
-    monkeypatch.setattr(cpp_extension, "_write_ninja_file_and_build_library",
-                        lambda *args, **kwargs: seen.setdefault("arch", inline_builder.os.environ.get("TORCH_CUDA_ARCH_LIST")))
-    (tmp_path / "job.json").write_text(json.dumps({"name": "ext", "cpp_sources": "", "cuda_sources": "__global__ void k() {}",
-                                                   "functions": None, "arch": "sm_90a"}))
+    def build(*args, **kwargs):
+        seen["arch"] = inline_builder.os.environ.get("TORCH_CUDA_ARCH_LIST")
+
+    monkeypatch.setattr(cpp_extension, "_write_ninja_file_and_build_library", build)
+    job = {"name": "ext", "cpp_sources": "", "cuda_sources": "__global__ void k() {}", "functions": None,
+           "arch": "sm_90a"}
+    (tmp_path / "job.json").write_text(json.dumps(job))
     monkeypatch.chdir(tmp_path)
     assert inline_builder.main(["inline_builder", "job.json"]) == 0
     assert seen["arch"] == "9.0a"

@@ -12,8 +12,8 @@ handed it. The monitor builds one :class:`Policy` per process (:func:`build_poli
    ``unshare``; otherwise a user namespace makes it possible; where neither works the launcher says
    so and the verdict warns "network isolation unavailable".
 2. in the forked child before ``exec`` (:func:`apply`): death with the launcher
-   (``PR_SET_PDEATHSIG``), resource limits (address space; data where it opens a GPU), privileges (verifier.sandbox.privileges: a dedicated
-   unprivileged uid, or uid 0 stripped of every capability where the runtime is not readable by
+   (``PR_SET_PDEATHSIG``), resource limits (address space; data where it opens a GPU), privileges
+   (verifier.sandbox.privileges: a dedicated unprivileged uid, or uid 0 stripped of every capability where the runtime is not readable by
    others), ``no_new_privs``, a Landlock domain (verifier.sandbox.landlock: read and execute the
    system, the Python runtime, this project's two packages and the backend's toolchains; read a
    short list of /etc, /proc, /sys and /dev entries; write only the process's own directory), and for
@@ -241,8 +241,10 @@ def apply(policy: Policy) -> None:
                 rules.allow(path, rights)
         rules.allow("/proc/self", landlock.READ)  # resolved here: the pid the process will have
         pins = ["/proc/self"]
-        if policy.devices:  # a GPU driver names its threads as it starts (cuInit writes /proc/<pid>/task/<tid>/comm)
-            rules.allow("/proc/self/task", landlock.THREAD_NAMES)  # and fails without it (CUDA error 304)
+        if policy.devices:
+            # a GPU driver names its threads as it starts (cuInit writes /proc/<pid>/task/<tid>/comm) and fails
+            # without it (CUDA error 304)
+            rules.allow("/proc/self/task", landlock.THREAD_NAMES)
             pins.append("/proc/self/task")
         for path in pins:  # keeps those /proc entries (the rules' inodes) alive
             os.set_inheritable(os.open(path, os.O_PATH | os.O_DIRECTORY), True)
