@@ -13,8 +13,8 @@ handed it. The monitor builds one :class:`Policy` per process (:func:`build_poli
    so and the verdict warns "network isolation unavailable".
 2. in the forked child before ``exec`` (:func:`apply`): death with the launcher
    (``PR_SET_PDEATHSIG``), resource limits (address space; data where it opens a GPU), privileges
-   (verifier.sandbox.privileges: a dedicated unprivileged uid, or uid 0 stripped of every capability where the runtime is not readable by
-   others), ``no_new_privs``, a Landlock domain (verifier.sandbox.landlock: read and execute the
+   (verifier.sandbox.privileges: a dedicated unprivileged uid, or uid 0 stripped of every capability
+   where the runtime is not readable by others), ``no_new_privs``, a Landlock domain (verifier.sandbox.landlock: read and execute the
    system, the Python runtime, this project's two packages and the backend's toolchains; read a
    short list of /etc, /proc, /sys and /dev entries; write only the process's own directory), and for
    the builder its seccomp filter (verifier.sandbox.seccomp); the runner and the reference worker
