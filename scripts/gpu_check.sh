@@ -13,6 +13,7 @@ export PYTHONUNBUFFERED=1
 start=$(date +%s)
 { nvidia-smi; $PY -c "import sys, torch; print(sys.version); print('torch', torch.__version__, torch.version.cuda, torch.cuda.get_device_name())"; } > "$OUT/env.txt" 2>&1
 $PY -c "from verifier.monitor.device_start import starts_confined; why = starts_confined('cuda', 6144); print('in the sandbox:', why or 'the cuda device starts')" 2>&1 | tee "$OUT/sandbox.txt"
+timeout 120 $PY -m benchmarks.gpu_sandbox_steps > "$OUT/sandbox_steps.txt" 2>&1  # which step, where it does not
 ( timeout "$STEP" $PY -m pytest -p no:cacheprovider -q -s -rA -n 4 -m gpu tests/backends/test_backends_gpu.py --timeout "$STEP" > "$OUT/gpu_tests.log" 2>&1; echo "rc=$?" >> "$OUT/gpu_tests.log" ) &
 ( timeout "$STEP" $PY -m benchmarks.honest_corpus --backend triton --jobs 3 --json "$OUT/corpus_triton.json" > "$OUT/corpus_triton.log" 2>&1; echo "rc=$?" >> "$OUT/corpus_triton.log" ) &
 wait
