@@ -8,24 +8,18 @@ constant must fail correctness; torch compute added to forward is observed on th
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
 
 import pytest
 
+from benchmarks.gpu_fidelity import task_spec
 from kernelbench_npu.spec import TaskSpec
 from verifier.backends.scaffolds import fenced_blocks, scaffold_sections
 
 pytestmark = pytest.mark.gpu
-RELU = Path(__file__).resolve().parents[2] / "kernelbench_npu" / "problems" / "level1" / "001_relu.py"
 
 
 def relu_task(backend: str) -> TaskSpec:
-    source = RELU.read_text()
-    return TaskSpec(task_id="L1/001_relu", level=1, category="activation", name="relu", variant=backend,
-                    dtype="float32", source=source, source_sha256=hashlib.sha256(source.encode()).hexdigest(),
-                    atol=1e-5, rtol=1e-5, original_shapes="{}", adapted_shapes="{}", lint_status="ok",
-                    lint_reason=None, reference_ms=None, problem_path=RELU)
+    return task_spec("L1/001_relu", backend)  # the bundled problem at its own sizes
 
 
 def example(backend: str) -> str:

@@ -59,12 +59,12 @@ def main(argv: list[str]) -> int:
         print("sandbox launcher: the monitor that started it is gone", file=sys.stderr)
         return ISOLATION_FAILED
     os.set_inheritable(status_fd, False)  # the process gets its channels (KEEP_FDS), never this pipe
+    reaper = not isolation.own_pid_namespace(policy)  # no PID namespace: this launcher takes its place
     try:
-        isolation.enter_namespaces(pid=isolation.own_pid_namespace(policy))
+        isolation.enter_namespaces(pid=not reaper)
         namespaces = ""
     except OSError as exc:
         namespaces = f"no PID and network namespaces here ({exc.strerror or exc})"
-    reaper = not isolation.own_pid_namespace(policy)
     if reaper and ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         print("sandbox launcher: cannot become the subreaper of the process it starts", file=sys.stderr)
         return ISOLATION_FAILED
