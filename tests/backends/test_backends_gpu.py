@@ -8,7 +8,6 @@ constant must fail correctness; torch compute added to forward is observed on th
 
 from __future__ import annotations
 
-
 import pytest
 
 from benchmarks.gpu_fidelity import task_spec
