@@ -167,17 +167,17 @@ def test_whether_a_device_starts_confined_is_asked_in_a_real_sandbox_process():
                     reason="switching to a sandbox uid needs root")
 def test_a_chain_of_processes_of_a_sandbox_uid_is_killed_at_once(tmp_path):
     """Each process starts the next and exits at once (an outside case of this stop): the launcher's scan of
-    its orphans took 5-12 s to catch it; a kill(-1) as the dedicated uid takes every one in a single call."""
+    its orphans does not catch it (a member lives a few ms); a kill(-1) as the dedicated uid takes every one at once."""
     marker = f"CHAIN{tmp_path.name}"
     code = textwrap.dedent(f"""
         import subprocess, sys, time
         sys.path.insert(0, {str(ROOT)!r})
         from verifier.sandbox.launcher import kill_descendants
         chain = 'sh -c "$0" "$0" {marker} & exit'
-        subprocess.Popen(["/bin/sh", "-c", chain, chain], user=2000054321, group=2000054321, start_new_session=True)
+        subprocess.Popen(["/bin/sh", "-c", chain, chain], user=1999054321, group=1999054321, start_new_session=True)
         time.sleep(0.5)
         started = time.monotonic()
-        kill_descendants(2000054321)
+        kill_descendants(1999054321)
         print(round(time.monotonic() - started, 2))
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -185,5 +185,6 @@ def test_a_chain_of_processes_of_a_sandbox_uid_is_killed_at_once(tmp_path):
     import time
 
     time.sleep(0.3)
-    assert processes_naming(marker) == [], done.stdout
+    seen = [pid for _ in range(50) for pid in processes_naming(marker)]  # a chain's member lives a few ms: look often
+    assert seen == [], done.stdout
     assert float(done.stdout.strip()) < 5.0, done.stdout

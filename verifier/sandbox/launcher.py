@@ -128,7 +128,7 @@ def _children() -> set[int]:
 def kill_descendants(uid: int | None = None, rounds: int = 100) -> None:
     """SIGKILL whatever is left beneath this launcher, until nothing is. Where the process ran as a dedicated
     ``uid``, first every process of that uid at once: ``kill(-1)`` from a helper of that uid, which no fork
-    can outrun (a chain of processes that each start the next and exit took 5-12 s of the rounds below);
+    can outrun (a chain of processes that each start the next and exit outran the rounds below);
     then, round after round, this launcher's children (a killed process's children come to it next)."""
     if uid is not None and os.getuid() == 0:
         helper = os.fork()
