@@ -1,8 +1,10 @@
 """verifier.monitor.remote_outputs on a real, stopped process: the outputs a peer describes are copied out of its
 memory into the arena, strided ones too, and every description that breaks the outputs' contract (overlapping
 outputs, an output in an arena, an earlier window's storage, an address not mapped, a malformed layout, more than
-the output region holds) is refused before or by the read, naming what was wrong. The peers' side
-(verifier.sandbox.serve: Collect with ``describe``) is tested at the end."""
+the output region holds) is refused before or by the read, naming what was wrong. A call not checked in full is
+read as runs of elements at the places drawn for the round, and the comparison (verifier.monitor.output_checks)
+reads exactly those elements, whichever side was read how. The peers' side (verifier.sandbox.serve: Collect with
+``describe``) is tested at the end."""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ import numpy as np
 import pytest
 import torch
 
-from verifier.monitor.remote_outputs import RemoteOutputs, RemoteReadError, readable
+from verifier.gates.correctness import Tolerance
+from verifier.monitor.output_checks import mismatch
+from verifier.monitor.remote_outputs import RUN, RUNS, Reads, RemoteOutputs, RemoteReadError, Sampled, readable
 from verifier.sandbox import messages as msg
 from verifier.sandbox.arena import Arena
 from verifier.sandbox.serve import CallServer
@@ -109,6 +113,46 @@ def test_outputs_larger_than_the_output_region_are_refused(child):
     pid, a, *_ = child
     with pytest.raises(RemoteReadError, match="larger than the task's outputs allow"):
         RemoteOutputs(pid).read([[_tensor(a, (1 << 20,), (1,))]], 1, Arena.create(1 << 20), 4096)
+
+
+def test_a_call_not_checked_in_full_is_read_as_runs_at_the_places_drawn(child):
+    pid, a, b, _ = child
+    half = 1 << 19  # two calls, one half of ``a`` each: the second is checked in full
+    reads = Reads.drawn(3, frozenset({1}), np.random.default_rng(7))
+    arena = Arena.create(16 << 20)
+    spec = RemoteOutputs(pid).read([[_tensor(a, (half,), (1,))], [_tensor(a + 4 * half, (512, 1024), (1024, 1))],
+                                    [_tensor(b, (3, 4), (4, 1))]], 3, arena, 4096, reads)
+    runs = Sampled.of(spec[0][0])
+    assert runs is not None and runs.shape == (half,) and len(runs.starts) == RUNS
+    assert all(0 <= start <= half - RUN for start in runs.starts) and len(set(runs.starts)) > 1
+    assert spec[0][0]["shape"] == [RUNS * RUN]  # only the runs were copied, one after another
+    assert np.array_equal(arena.borrow(_layout(spec[0][0])), np.arange(half, dtype=np.float32)[runs.indices()])
+    assert Sampled.of(spec[1][0]) is None and Sampled.of(spec[2][0]) is None  # checked in full; too small for runs
+    assert np.array_equal(arena.borrow(_layout(spec[1][0])).reshape(-1), np.arange(half, 2 * half, dtype=np.float32))
+
+
+def test_an_output_that_is_not_row_major_is_read_whole(child):
+    pid, a, *_ = child
+    reads = Reads.drawn(1, frozenset(), np.random.default_rng(1))
+    arena = Arena.create(16 << 20)
+    spec = RemoteOutputs(pid).read([[_tensor(a, (1024, 1024), (1, 1024))]], 1, arena, 4096, reads)
+    assert Sampled.of(spec[0][0]) is None
+    assert np.array_equal(arena.borrow(_layout(spec[0][0])), np.arange(1 << 20, dtype=np.float32).reshape(1024, 1024).T)
+
+
+def test_the_comparison_reads_the_runs_elements_whichever_side_was_read_how():
+    whole = np.arange(1 << 16, dtype=np.float32).reshape(64, 1024)
+    runs = Sampled((64, 1024), tuple(range(0, RUNS * 4000, 4000)))
+    read = whole.reshape(-1)[runs.indices()].copy()
+    tol = Tolerance(1e-5, 1e-5, 0.0)
+    assert mismatch((read,), (read.copy(),), tol, None, (runs,), (runs,)) == ""
+    assert mismatch((read,), (whole,), tol, None, (runs,), (None,)) == ""  # the reference read whole
+    wrong = read.copy()
+    wrong[RUN + 3] = -1.0  # one element of the second run
+    assert "expected" in mismatch((wrong,), (whole,), tol, None, (runs,), (None,))
+    assert "expected" in mismatch((whole,), (wrong,), tol, None, (None,), (runs,))
+    other = Sampled((32, 2048), runs.starts)
+    assert mismatch((read,), (read,), tol, None, (other,), (runs,)) == "output 0 has shape (32, 2048), expected (64, 1024)"
 
 
 def test_a_process_that_does_not_exist_is_not_readable():

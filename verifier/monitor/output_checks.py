@@ -2,6 +2,9 @@
 
 Each call of every window, warm-up included, is compared: a random sample of elements for most calls,
 every element for the audited calls and for a few more drawn from the secret seed (:class:`CheckPlan`).
+Where the monitor reads the outputs out of the peers' memory itself, the sample is what it read of a call:
+runs of consecutive elements at places drawn from the secret seed, the same on every side
+(verifier.monitor.remote_outputs.Reads); elsewhere, random elements of the whole outputs.
 Two audited calls carry the plan's audit trials instead of fresh timed inputs: a fresh draw, and later
 a near-duplicate of it (a few elements changed), whose outputs are also compared in full with the
 reference worker's outputs for those trials: a kernel that answers from a cache keyed on a sample of
@@ -19,21 +22,34 @@ import numpy as np
 from verifier.gates import elementwise
 from verifier.gates.correctness import Tolerance
 from verifier.monitor.correctness_phase import IntegrityProblem
+from verifier.monitor.remote_outputs import Sampled
 from verifier.seeds import derive_seed
 
 SAMPLE = 4096  # elements compared per output (every element on the fully checked calls)
 EXTRA_FULL_CHECKS = 2
 
 
-def mismatch(cand: tuple, ref: tuple, tol: Tolerance, rng: np.random.Generator | None) -> str:
-    """"" when the candidate's outputs match the reference's (on a sample of elements when ``rng``)."""
+def mismatch(cand: tuple, ref: tuple, tol: Tolerance, rng: np.random.Generator | None,
+             cand_sampled: tuple = (), ref_sampled: tuple = ()) -> str:
+    """"" when the candidate's outputs match the reference's (on a sample of elements when ``rng``).
+    ``cand_sampled`` / ``ref_sampled``: per output, where it was read as runs (verifier.monitor.remote_outputs:
+    the array holds the runs' elements) or None; then exactly those elements are compared."""
     if len(cand) != len(ref):
         return f"returned {len(cand)} outputs, expected {len(ref)}"
     for k, (c, r) in enumerate(zip(cand, ref)):
-        if c.shape != r.shape:
-            return f"output {k} has shape {tuple(c.shape)}, expected {tuple(r.shape)}"
+        c_runs, r_runs = _runs(cand_sampled, k), _runs(ref_sampled, k)
+        c_shape, r_shape = (tuple(c.shape) if c_runs is None else c_runs.shape), (tuple(r.shape) if r_runs is None
+                                                                                  else r_runs.shape)
+        if c_shape != r_shape:
+            return f"output {k} has shape {c_shape}, expected {r_shape}"
         flat_c, flat_r = c.reshape(-1), r.reshape(-1)
-        if rng is not None and flat_r.size > SAMPLE:
+        if c_runs is not None or r_runs is not None:
+            if c_runs is None:
+                flat_c = flat_c[r_runs.indices()]
+            elif r_runs is None:
+                flat_r = flat_r[c_runs.indices()]
+            # both as runs: the same elements (one draw a round for every side, and the same shape)
+        elif rng is not None and flat_r.size > SAMPLE:
             idx = rng.integers(0, flat_r.size, SAMPLE)
             flat_c, flat_r = flat_c[idx], flat_r[idx]
         found = elementwise.compare(flat_c, flat_r, None, tol.atol, tol.rtol)
@@ -50,6 +66,10 @@ class CheckPlan:
     full: frozenset[tuple[int, int]]
     audits: dict  # (round, call) -> the audit trial placed there
     reference: object  # verifier.monitor.reference.Reference: the audit trials' own outputs
+
+    def whole(self, round_: int) -> frozenset[int]:
+        """The calls of round ``round_`` checked in full (their outputs are read whole)."""
+        return frozenset(c for r, c in self.full if r == round_)
 
     @classmethod
     def draw(cls, plan: list, rounds: int, calls: int, seed: int, reference) -> "CheckPlan":
@@ -73,13 +93,14 @@ def check_round(turns: list, sides: list, tol: Tolerance, checks: CheckPlan | No
                 sample: np.random.Generator) -> None:
     """Every call of every side checked against ``sides[0]``'s outputs for the same inputs; raises
     IntegrityProblem (naming the side) at the first wrong one."""
-    record = next(t for t in turns if t.side == 0).answer.outputs
+    record = next(t for t in turns if t.side == 0).answer
     for turn in turns:
         if turn.side == 0:
             continue
         for c, outputs in enumerate(turn.answer.outputs):
             full = checks is not None and (round_, c) in checks.full
-            problem = mismatch(outputs, record[c], tol, None if full else sample)
+            problem = mismatch(outputs, record.outputs[c], tol, None if full else sample, _of(turn.answer, c),
+                               _of(record, c))
             trial = checks.audits.get((round_, c)) if checks is not None else None
             if not problem and trial is not None:
                 problem = mismatch(outputs, checks.reference.outputs(trial.index).arrays, tol, None)
@@ -87,3 +108,12 @@ def check_round(turns: list, sides: list, tol: Tolerance, checks: CheckPlan | No
                 who = "" if sides[turn.side].name == "candidate" else f" ({sides[turn.side].name})"
                 raise IntegrityProblem(f"the output of a timed call is wrong{who} (the kernel skips, replays or "
                                        f"caches work while timed): {problem}")
+
+
+def _of(answer, call: int) -> tuple:
+    """Per output of ``call``, how it was read (verifier.monitor.peers.Answer.sampled); () where all whole."""
+    return answer.sampled[call] if answer.sampled else ()
+
+
+def _runs(sampled: tuple, k: int) -> Sampled | None:
+    return sampled[k] if k < len(sampled) else None

@@ -18,7 +18,7 @@ from typing import Callable, ContextManager
 
 import numpy as np
 
-from verifier.monitor.remote_outputs import RemoteOutputs, RemoteReadError
+from verifier.monitor.remote_outputs import Reads, RemoteOutputs, RemoteReadError, Sampled
 from verifier.sandbox import messages as msg
 from verifier.sandbox.arena import Arena, ArenaError
 from verifier.sandbox.channel import ChannelClosed, ChannelError, ChannelTimeout
@@ -51,10 +51,12 @@ class Answer:
     calls: int = 0  # calls in the window (``outputs`` may be dropped once they were checked)
     described: object = None  # where the outputs lie in the peer's memory (Collect with describe): read by
     # the monitor once the peer is stopped (:func:`read_described`), ``outputs`` empty until then
+    sampled: tuple[tuple[Sampled | None, ...], ...] = ()  # per call, per output: read as runs (the output is
+    # their elements), or None (read whole); empty: every output whole
 
     def settled(self) -> "Answer":
         """The answer without its outputs (checked; borrowed views of an arena must not outlive the round)."""
-        return replace(self, outputs=(), dtypes=())
+        return replace(self, outputs=(), dtypes=(), sampled=())
 
 
 def receive(process: Sandboxed, deadline: float, expect: tuple[type, ...], during: str, max_bytes: int = MAX_ANSWER):
@@ -126,15 +128,17 @@ def run(process: Sandboxed, arena: Arena, calls: int, out_start: int, deadline: 
                   calls)
 
 
-def read_described(remote: RemoteOutputs, answer: Answer, arena: Arena, out_start: int, during: str) -> Answer:
+def read_described(remote: RemoteOutputs, answer: Answer, arena: Arena, out_start: int, during: str,
+                   reads: Reads | None = None) -> Answer:
     """``answer`` with its outputs: read by the monitor out of the stopped peer's memory into ``arena``
-    (verifier.monitor.remote_outputs), then borrowed as a Collect's are."""
+    (verifier.monitor.remote_outputs; ``reads``: what of each call), then borrowed as a Collect's are."""
     try:
-        spec = remote.read(answer.described, answer.calls, arena, out_start)
+        spec = remote.read(answer.described, answer.calls, arena, out_start, reads)
     except RemoteReadError as exc:
         raise PeerFailure(exc.kind, f"{exc} (during {during})"[:300]) from None
     outputs, dtypes = read_outputs(arena, spec, out_start, answer.calls, during, borrow=True)
-    return replace(answer, outputs=outputs, dtypes=dtypes, described=None)
+    sampled = tuple(tuple(Sampled.of(item) for item in call) for call in spec)
+    return replace(answer, outputs=outputs, dtypes=dtypes, described=None, sampled=sampled)
 
 
 def empty(process: Sandboxed, deadline: float, during: str, clock: Callable[[], ContextManager] = nullcontext) -> int:

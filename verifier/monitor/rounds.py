@@ -36,7 +36,7 @@ from verifier.monitor.ledger import Ledger, TurnAccount, account, page_faults
 from verifier.monitor.peers import Answer, PeerFailure, empty, read_described, run, stage
 from verifier.monitor.priority import Boost
 from verifier.monitor.reference import Reference, ReferenceFailed
-from verifier.monitor.remote_outputs import RemoteOutputs, readable
+from verifier.monitor.remote_outputs import Reads, RemoteOutputs, readable
 from verifier.sandbox.arena import Arena
 from verifier.sandbox.spawn import Sandboxed
 from verifier.sandbox.values import layouts_in
@@ -109,10 +109,14 @@ class Spent:
 
 class Rounds:
     def __init__(self, sides: list[Side], drawer: Reference, layout: Layout, boost: Boost, machine_s: float,
-                 spent: Spent | None = None, owned: list[Arena] | None = None, most: int = 0) -> None:
+                 spent: Spent | None = None, owned: list[Arena] | None = None, most: int = 0,
+                 picks: np.random.Generator | None = None) -> None:
         """``owned``: where the draw arena goes for the verification to close; ``most``: the calls a window
-        may grow to (the draw arena is made for them once)."""
+        may grow to (the draw arena is made for them once); ``picks``: where the runs of the outputs read as
+        runs lie (verifier.monitor.remote_outputs.Reads), drawn from the secret seed."""
         self.sides, self.drawer, self.layout, self.boost, self.machine_s = sides, drawer, layout, boost, machine_s
+        self.picks = picks if picks is not None else np.random.default_rng()
+        self.reads: Reads | None = None  # the round's: what the monitor reads of each call's outputs
         self.spent = spent if spent is not None else Spent()
         self.ledger = Ledger([side.pid() for side in sides])
         self.staged: dict[int, list[list]] = {}  # per side, the layout its views were staged for
@@ -135,16 +139,18 @@ class Rounds:
 
     def play(self, items: list[tuple[int, bool]], order: list[int], device: bool = False,
              observe: bool = False, check: Callable[[list[Turn]], None] = lambda turns: None,
-             again: bool = False) -> list[Turn]:
+             again: bool = False, whole: frozenset[int] = frozenset()) -> list[Turn]:
         """One round on the input sets ``items`` (``(index, timing)`` as Draw takes them), the sides in
         ``order``; every side is stopped before and after. ``observe``: every candidate's window is
         sampled from outside (verifier.monitor.outside), so the round's times are not counted. ``check``
-        sees the turns with their outputs (views of the arenas, read while every side is stopped); the
-        turns returned have none. ``again``: the previous round's input sets once more, where there are
-        as many (an untimed warm-up round: drawing costs more than many a kernel's window)."""
+        sees the turns with their outputs (views of the arenas, read while every side is stopped; the
+        calls in ``whole`` read whole, every other call's outputs as runs of elements where the monitor reads
+        them itself); the turns returned have none. ``again``: the previous round's input sets once more,
+        where there are as many (an untimed warm-up round: drawing costs more than many a kernel's window)."""
         specs = self._specs if again and self.can_replay(len(items)) else self.draw(items)
         self.spent.played += 1
         self._specs = specs
+        self.reads = Reads.drawn(len(items), whole, self.picks)
         turns = [self.turn(i, specs, device, observe) for i in order]
         started = time.perf_counter()
         try:
@@ -272,7 +278,7 @@ class Rounds:
         """The window's outputs read out of the stopped side's memory into its arena (verifier.monitor.remote_outputs)."""
         try:
             return read_described(self._remote()[self.sides.index(side)], answer, side.arena, self.layout.out_start,
-                                  during)
+                                  during, self.reads)
         except PeerFailure as failure:
             raise _machine(side, failure) if side.trusted else failure from None
 

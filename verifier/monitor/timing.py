@@ -123,7 +123,8 @@ def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan
     REAPER.drain()  # an earlier verification's arenas still being freed would share the CPUs with the windows
     with Boost() if timing.boost else _NoBoost() as boost:
         spent = Spent()
-        first = Rounds(sides, drawer, window_size.single(drawer), boost, machine_s, spent, owned)
+        picks = np.random.default_rng(derive_seed(seed, "reads"))  # where the outputs' sampled runs lie
+        first = Rounds(sides, drawer, window_size.single(drawer), boost, machine_s, spent, owned, picks=picks)
         first.hold_all()
         try:
             counter = _Counter()
@@ -138,7 +139,7 @@ def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan
             calls = window_size.calls_per_window(calibration, timing.window_ms, most, min(first.draw_ms),
                                                  *timing.sizing())
             layout = window_size.resize(sides, calls, most, drawer, owned)
-            rounds = Rounds(sides, drawer, layout, boost, machine_s, spent, owned, most)
+            rounds = Rounds(sides, drawer, layout, boost, machine_s, spent, owned, most, picks)
             counted, disturbed, reasons = _play(rounds, sides, drawer, plan, timing, tol, seed, counter, device, most)
         finally:
             first.release_all()
@@ -168,7 +169,7 @@ def _play(rounds: Rounds, sides: list[Side], drawer: Reference, plan: list, timi
             observe.discard(r)
             _observed_round(rounds, sides, counter, order, tol, sample, device)
         turns = rounds.play(checks.items(r, counter.take(rounds.layout.calls)), _order(order, len(sides)), device,
-                            check=lambda turns: check_round(turns, sides, tol, checks, r, sample))
+                            check=lambda turns: check_round(turns, sides, tol, checks, r, sample), whole=checks.whole(r))
         why, kind = disturbance(turns, sides)
         if kind == "steal":
             steals += 1
