@@ -20,7 +20,13 @@ Every call, checked or timed, goes through one window of three commands:
 
 A window's outputs stay alive until Collect, so each of its calls allocates its outputs afresh, as a
 user's loop that keeps its results does; the allocator's settings (verifier.sandbox.spawn) keep freed
-memory mapped, so a later window reuses it instead of faulting fresh pages in.
+memory mapped, so a later window reuses it instead of faulting fresh pages in. A heap reaches that steady
+state after a few windows of a layout (a window's outputs, the window before's, and what reuse leaves
+over); the timing plays untimed rounds until no window faults pages in (verifier.monitor.timing). So that
+those are few, a peer staging a window of more calls than any before grows its heap first, on both sides
+alike (:meth:`CallServer.grow_heap`: blocks of its outputs' sizes for :data:`HEAP_WINDOWS` windows, each page
+touched, then freed): a ReLU loop of 42 outputs of 1.5 MiB a window, keeping the window before, faulted
+15,415, 15,384, 0 and 1,465 pages in its first four windows, and 20, 0, 0, 0 after the heap was grown.
 """
 
 from __future__ import annotations
@@ -37,6 +43,11 @@ FOREVER = 7 * 24 * 3600.0
 MAX_COMMAND = 16 << 20
 MAX_SETS = 4096  # input sets one window may stage
 KEEP = msg.KEPT_OUTPUTS  # earlier outputs a new output must not reuse the storage of (besides the window's own)
+HEAP_WINDOWS = 3  # windows of outputs a heap is grown for (a window's, the one before's, the allocator's leftovers)
+HEAP_MOST = 1 << 30  # bytes a heap is grown by at most
+HEAP_BLOCK_MOST = 32 << 20  # the sandbox's mmap threshold (verifier.sandbox.spawn.ALLOCATOR): larger blocks are
+# mapped afresh on every allocation, whatever the heap holds
+PAGE = 4096
 
 
 def _error(exc: BaseException) -> str:
@@ -58,6 +69,8 @@ class CallServer:
         self.window_calls = 0  # native calls made during the last Run
         self.kept: list = []  # earlier windows' last outputs, kept alive so no fresh output lands on them
         self.described: list = []  # the last window's outputs, described: alive until the next Collect
+        self.output_bytes: list[int] = []  # the storage bytes of each output of the last call collected
+        self.grown_for = 1  # calls a window of which the heap was grown for (one-call windows: never)
 
     def serve(self, other: Callable[[Any, list[int]], None] | None = None) -> None:
         """Answer commands until Stop; ``other`` handles the caller's own kinds (the reference's Draw)."""
@@ -99,7 +112,26 @@ class CallServer:
             self.flush()
         self.synchronize()
         self.staged, self.outputs, self.inputs_run = staged, [], []
+        if self.device == "cpu":
+            self.grow_heap(len(staged))
         return msg.Staged()
+
+    def grow_heap(self, calls: int) -> None:
+        """Before the first window of ``calls`` calls (more than any before; never a one-call window, as the
+        correctness phase's), the heap grown by :data:`HEAP_WINDOWS` windows of outputs of the sizes the last
+        call returned: blocks allocated as torch allocates its outputs, a byte of each page written (no
+        parallel region), and all freed, so the windows' outputs reuse faulted pages from the first."""
+        import torch
+
+        sizes = [size for size in self.output_bytes if 0 < size < HEAP_BLOCK_MOST]
+        if calls <= self.grown_for or not sizes:
+            return
+        self.grown_for = calls
+        count = min(HEAP_WINDOWS * calls, HEAP_MOST // sum(sizes))
+        blocks = [torch.empty(size, dtype=torch.uint8) for _ in range(count) for size in sizes]
+        for block in blocks:
+            block.numpy()[::PAGE] = 0
+        del blocks
 
     def run(self, count: int) -> msg.Ran:
         """The timed part: nothing but the model's calls (and one synchronize). ``count`` 0: an empty
@@ -125,6 +157,8 @@ class CallServer:
         return msg.Ran()
 
     def collect(self, out_start: int, describe: bool = False) -> Any:
+        import torch
+
         outputs, inputs = self.outputs, self.inputs_run
         self.outputs, self.inputs_run = [], []
         if not outputs:
@@ -132,6 +166,7 @@ class CallServer:
         problem = self.reuse(outputs, inputs)
         if problem:
             return msg.CallFailed(problem, integrity=True)
+        self.output_bytes = [o.untyped_storage().nbytes() for o in outputs[-1] if isinstance(o, torch.Tensor)]
         if describe:  # the window before's outputs are freed here, on every side alike (never in a timed Run); this
             # window's stay alive until the next Collect, so none of the next window's lands on them (the monitor
             # checks: verifier.monitor.remote_outputs)
