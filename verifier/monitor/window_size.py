@@ -19,7 +19,7 @@ import statistics
 from dataclasses import replace
 
 from verifier.monitor.rounds import Layout, Side, Turn
-from verifier.sandbox.arena import Arena, align
+from verifier.sandbox.arena import Arena, align, page_round
 
 ARENA_BYTES = 512 << 20  # one side's inputs and outputs for a whole window
 
@@ -31,8 +31,10 @@ def single(drawer) -> Layout:
 
 
 def strides(drawer) -> tuple[int, int]:
-    """(bytes per input set, bytes per call's outputs: room for twice the reference's, as in correctness)."""
-    return align(drawer.input_bytes()), align(drawer.output_bytes() * 2 + 4096)
+    """(bytes per input set, bytes per call's outputs: room for twice the reference's, as in correctness).
+    A set's bytes are whole pages: every set then has its tensors at the same places in a page as the first
+    (verifier.sandbox.arena.place), and as many bytes."""
+    return page_round(drawer.input_bytes()), align(drawer.output_bytes() * 2 + 4096)
 
 
 def room(max_calls: int, drawer) -> int:

@@ -9,7 +9,14 @@ peer wrote is trusted: the monitor validates every layout the peer reports again
 bounds and copies what it reads out at once.
 
 Layouts are 64-byte aligned (what torch's CPU allocator gives, so vectorised kernels see the
-alignment they would see on freshly allocated tensors).
+alignment they would see on freshly allocated tensors), and a tensor of :data:`MAPPED_FROM` bytes or more
+lies where a user's process would have it: 64 bytes into a page (:func:`place`). torch takes such a tensor
+with ``posix_memalign(64)`` and glibc maps it afresh (its default mmap threshold is 128 KiB), handing back
+the first 64-byte boundary past the chunk's header, so the input a user draws and the output a kernel
+allocates both start 64 bytes into a page. An input starting on the page boundary instead puts every
+load 64 bytes behind the store to the same offset in a page (4K aliasing: the core takes the load for
+one that depends on the store): the ReLU kernel of the known-good solutions took 10.35 ms a call on a
+page-aligned 32 MiB input against 9.34 ms on one 64 bytes in, with torch's own output (2026-11-30).
 """
 
 from __future__ import annotations
@@ -34,8 +41,23 @@ class ArenaError(ValueError):
     """A layout that does not fit the arena (from a peer: a malformed report)."""
 
 
+MAPPED_FROM = 128 << 10  # glibc's default mmap threshold: larger blocks are mapped (a page of their own)
+
+
 def align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
+
+
+def place(offset: int, nbytes: int) -> int:
+    """Where a tensor of ``nbytes`` goes at or after ``offset``: 64-byte aligned, and 64 bytes into a page
+    (the first such offset) from :data:`MAPPED_FROM` bytes on, as torch's allocator hands out a mapped block."""
+    if nbytes < MAPPED_FROM:
+        return align(offset)
+    return (offset - ALIGN + PAGE - 1) // PAGE * PAGE + ALIGN
+
+
+def page_round(n: int) -> int:
+    return (n + PAGE - 1) // PAGE * PAGE
 
 
 @dataclass(frozen=True)

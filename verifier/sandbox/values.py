@@ -11,12 +11,12 @@ Decoding is strict (``ValueError`` on anything else), since a peer may be hostil
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from verifier.sandbox.arena import DTYPE_SIZES, RAW_DTYPES, TensorLayout, align, contiguous_stride
+from verifier.sandbox.arena import DTYPE_SIZES, RAW_DTYPES, TensorLayout, align, contiguous_stride, place
 
 MAX_DEPTH = 8
 MAX_ITEMS = 4096
@@ -148,9 +148,10 @@ class _Placer:
         out = []
         for v in items:
             if isinstance(v, (HostTensor, Shaped)):
-                layout = TensorLayout(self.offset, tuple(v.shape), contiguous_stride(tuple(v.shape)), v.dtype)
+                layout = TensorLayout(0, tuple(v.shape), contiguous_stride(tuple(v.shape)), v.dtype)
+                layout = replace(layout, offset=place(self.offset, layout.span()))
                 self.placed.append((layout, v))
-                self.offset = align(self.offset + max(layout.span(), 1))
+                self.offset = align(layout.offset + max(layout.span(), 1))
                 out.append({"t": "tensor", **layout.to_json()})
             else:
                 out.append(_plain(v, lambda inner: self.walk(inner, depth + 1)))
