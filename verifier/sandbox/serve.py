@@ -128,9 +128,14 @@ class CallServer:
             return
         self.grown_for = calls
         count = min(HEAP_WINDOWS * calls, HEAP_MOST // sum(sizes))
-        blocks = [torch.empty(size, dtype=torch.uint8) for _ in range(count) for size in sizes]
-        for block in blocks:
-            block.numpy()[::PAGE] = 0
+        blocks = []
+        try:
+            for _ in range(count):
+                for size in sizes:
+                    blocks.append(torch.empty(size, dtype=torch.uint8))
+                    blocks[-1].numpy()[::PAGE] = 0
+        except (RuntimeError, MemoryError):  # the process's memory limit: the warm-up rounds settle the rest
+            pass
         del blocks
 
     def run(self, count: int) -> msg.Ran:
