@@ -11,8 +11,10 @@ woken threads go back to sleep (the settle: whatever a candidate computes there,
 place, the CPU sampler sees and verifier.monitor.late_work charges to the window), runs one
 timed window (verifier.monitor.peers.run: Run, then Collect, which on the CPU only says where the outputs lie)
 and stops it again, and the monitor copies the outputs out of the stopped process into its arena
-(verifier.monitor.remote_outputs: no code of the side runs on them after the clock). Around each window the ledger (verifier.monitor.ledger) reads every
-side's CPU clock and the run-queue waits; the stop after it says how much CPU the side went on using.
+(verifier.monitor.remote_outputs: no code of the side runs on them after the clock; the calls checked in full
+whole, every other call's outputs as the runs of elements its comparison reads, at places drawn for the round).
+Around each window the ledger (verifier.monitor.ledger) reads every side's CPU clock and the run-queue waits;
+the stop after it says how much CPU the side went on using.
 
 What makes a round not count (:func:`disturbance`): a side's timed window during which the monitor
 waited for a CPU, or its threads did while the side left a CPU unused (other work on the machine
