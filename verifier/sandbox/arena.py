@@ -11,9 +11,10 @@ bounds and copies what it reads out at once.
 Layouts are 64-byte aligned (what torch's CPU allocator gives, so vectorised kernels see the
 alignment they would see on freshly allocated tensors), and a tensor of :data:`MAPPED_FROM` bytes or more
 lies where a user's process would have it: 64 bytes into a page (:func:`place`). torch takes such a tensor
-with ``posix_memalign(64)`` and glibc maps it afresh (its default mmap threshold is 128 KiB), handing back
-the first 64-byte boundary past the chunk's header, so the input a user draws and the output a kernel
-allocates both start 64 bytes into a page. An input starting on the page boundary instead puts every
+with ``posix_memalign(64)``, and where the heap has no room for it (the inputs a script draws at its start)
+glibc maps it afresh (its default mmap threshold is 128 KiB), handing back the first 64-byte boundary past
+the chunk's header: the input a user draws and a large output a kernel allocates both start 64 bytes into a
+page. An input starting on the page boundary instead puts every
 load 64 bytes behind the store to the same offset in a page (4K aliasing: the core takes the load for
 one that depends on the store): the ReLU kernel of the known-good solutions took 10.35 ms a call on a
 page-aligned 32 MiB input against 9.34 ms on one 64 bytes in, with torch's own output (2026-11-30).
