@@ -16,8 +16,10 @@ glibc maps it afresh (its default mmap threshold is 128 KiB), handing back the f
 the chunk's header: the input a user draws and a large output a kernel allocates both start 64 bytes into a
 page. An input starting on the page boundary instead puts every
 load 64 bytes behind the store to the same offset in a page (4K aliasing: the core takes the load for
-one that depends on the store): the ReLU kernel of the known-good solutions took 10.35 ms a call on a
-page-aligned 32 MiB input against 9.34 ms on one 64 bytes in, with torch's own output (2026-11-30).
+one that depends on the store): the ReLU kernel of the known-good solutions took 8.51-8.74 ms a call on a
+page-aligned 32 MiB input against 8.02-8.28 ms on one 64 bytes in, with torch's own output, the inputs taking
+turns call by call (``benchmarks.input_alignment``, 2026-11-30); verified, the known-good ReLU read 0.87-0.90x
+with page-aligned inputs, 0.98-1.01x with them 64 bytes in.
 """
 
 from __future__ import annotations
