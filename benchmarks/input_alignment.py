@@ -7,7 +7,7 @@ file (as the verifier's arena is). An input on the page boundary puts every load
 to the same offset in a page, and the core holds the load for that store (4K aliasing): the arena therefore
 places a large tensor 64 bytes into a page, where torch's allocator puts a user's (verifier.sandbox.arena.place).
 
-Run: .venv/bin/python -m benchmarks.input_alignment [--calls 40] [--offsets 0,64,1024,2048]
+Run: .venv/bin/python -m benchmarks.input_alignment [--calls 60] [--offsets 0,64,1024,2048]
 """
 
 from __future__ import annotations
@@ -19,12 +19,15 @@ import statistics
 import time
 
 N = 128 * 65536  # L1/001_relu's input at the bundled size: 32 MiB of float32
-SOURCE = r"""
-extern "C" void relu(const float* __restrict x, float* __restrict y, long n) {
-    #pragma omp parallel for simd schedule(static) if(n >= 65536)
-    for (long i = 0; i < n; ++i) y[i] = x[i] < 0.0f ? 0.0f : x[i];
-}
-"""
+
+
+def _relu_kernel():
+    """The known-good solution's compiled kernel (kernelbench_npu/solutions/cpu/level1/001_relu.py: ``lib``)."""
+    from kernelbench_npu.known_good import solution_source
+
+    namespace: dict = {}
+    exec(compile(solution_source("L1/001_relu"), "001_relu.py", "exec"), namespace)
+    return namespace["lib"]
 
 
 def _in_memfd(offset: int):
@@ -79,10 +82,8 @@ def main() -> None:
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     import torch
 
-    from verifier.cpu_native import load_c
-
     torch.set_num_threads(args.threads)
-    lib = load_c(SOURCE, {"relu": "const float*, float*, int64"})
+    lib = _relu_kernel()
     print(f"load average {os.getloadavg()[0]:.1f}; the ReLU kernel on {N * 4 >> 20} MiB, {args.threads} threads, "
           f"{args.calls} calls on each input, taking turns")
     made = [(kind, make(int(offset))) for kind, make in (("private", _private), ("shared-memory file", _in_memfd))

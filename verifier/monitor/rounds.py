@@ -118,7 +118,6 @@ class Rounds:
         runs lie (verifier.monitor.remote_outputs.Reads), drawn from the secret seed."""
         self.sides, self.drawer, self.layout, self.boost, self.machine_s = sides, drawer, layout, boost, machine_s
         self.picks = picks if picks is not None else np.random.default_rng()
-        self.reads: Reads | None = None  # the round's: what the monitor reads of each call's outputs
         self.spent = spent if spent is not None else Spent()
         self.ledger = Ledger([side.pid() for side in sides])
         self.staged: dict[int, list[list]] = {}  # per side, the layout its views were staged for
@@ -152,8 +151,8 @@ class Rounds:
         specs = self._specs if again and self.can_replay(len(items)) else self.draw(items)
         self.spent.played += 1
         self._specs = specs
-        self.reads = Reads.drawn(len(items), whole, self.picks)
-        turns = [self.turn(i, specs, device, observe) for i in order]
+        reads = Reads.drawn(len(items), whole, self.picks)  # the round's: the same for every side
+        turns = [self.turn(i, specs, device, observe, reads) for i in order]
         started = time.perf_counter()
         try:
             check(turns)
@@ -200,7 +199,7 @@ class Rounds:
             self._draws = arena
         return self._draws
 
-    def turn(self, i: int, specs: list[list], device: bool, observe: bool = False) -> Turn:
+    def turn(self, i: int, specs: list[list], device: bool, observe: bool = False, reads: Reads | None = None) -> Turn:
         """Side ``i``'s window on the round's inputs. On the CPU the inputs are written while the side is
         stopped and it is continued only to run (its views of the arena are staged once per layout). Between
         the continue and the clock lies the settle (verifier.monitor.freeze.settle, at most 5 ms): the runner may
@@ -235,7 +234,7 @@ class Rounds:
                 stopping = hold(pid)
                 faulted = page_faults(pid) - faulted
                 if answer.described is not None:
-                    answer = self._read_described(side, answer, during)
+                    answer = self._read_described(side, answer, during, reads)
         finally:
             if stopping is None:  # a failure: stopped all the same
                 hold(pid)
@@ -276,11 +275,12 @@ class Rounds:
             self.remote = {i: RemoteOutputs(pid) for i, pid in enumerate(pids)} if all(map(readable, pids)) else {}
         return self.remote
 
-    def _read_described(self, side: Side, answer: Answer, during: str) -> Answer:
-        """The window's outputs read out of the stopped side's memory into its arena (verifier.monitor.remote_outputs)."""
+    def _read_described(self, side: Side, answer: Answer, during: str, reads: Reads | None) -> Answer:
+        """The window's outputs read out of the stopped side's memory into its arena (verifier.monitor.remote_outputs;
+        ``reads``: what of each call)."""
         try:
             return read_described(self._remote()[self.sides.index(side)], answer, side.arena, self.layout.out_start,
-                                  during, self.reads)
+                                  during, reads)
         except PeerFailure as failure:
             raise _machine(side, failure) if side.trusted else failure from None
 
