@@ -1,6 +1,7 @@
 """Lint (and adapt) many tasks with a small pool of worker processes, each handling tasks one after another.
 
-Each worker pays torch's import once (1-3 s) instead of once per task. A task gets a wall-clock
+Each worker pays torch's import once (1-3 s) instead of once per task, and a batch of fewer than
+:data:`MANY_REQUESTS` tasks gets one worker. A task gets a wall-clock
 timeout; a worker that hangs or dies (segfault, OOM kill) is killed and replaced, and only the task
 it was on is quarantined with the reason. The build never crashes because of a reference.
 """
@@ -23,6 +24,10 @@ from kernelbench_npu.child_process import ChildProcess, status_line
 from kernelbench_npu.tolerance import tolerances
 
 STARTUP_TIMEOUT_S = 120.0
+# Fewer requests than this get one worker: a second one's start-up (the interpreter and torch, ~2 s of
+# CPU) costs more than it saves on a build of a few tasks (the test suite's small builds started 70
+# workers a run, 200 s of CPU); a build of KernelBench's hundreds keeps every worker.
+MANY_REQUESTS = 4
 
 
 @dataclass(frozen=True)
@@ -137,12 +142,18 @@ def run_requests(requests: Sequence[LintRequest], task_timeout_s: float, workers
             if worker is not None:
                 worker.kill()
 
-    slots = [threading.Thread(target=run_slot, daemon=True) for _ in range(max(1, min(workers, len(requests))))]
+    slots = [threading.Thread(target=run_slot, daemon=True) for _ in range(worker_count(workers, len(requests)))]
     for slot in slots:
         slot.start()
     for slot in slots:
         slot.join()
     return answers
+
+
+def worker_count(workers: int, requests: int) -> int:
+    """Worker processes for ``requests`` requests: one below :data:`MANY_REQUESTS`, where a second worker's
+    start-up would cost more than it saves, else up to ``workers``."""
+    return 1 if requests < MANY_REQUESTS else max(1, min(workers, requests))
 
 
 def lint_all(requests: Sequence[LintRequest], task_timeout_s: float, workers: int = 2, threads: int = 1,

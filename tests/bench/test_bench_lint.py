@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import bench_fixtures as fx
+from kernelbench_npu import lint
 from kernelbench_npu.lint import LintRequest, lint_all
 from kernelbench_npu.lint_checks import lint_source
 from kernelbench_npu.tolerance import passes, tolerances
@@ -81,3 +82,15 @@ def test_a_batch_norm_on_initial_statistics_says_why_it_is_trivial_here():
     assert outcome.status == "quarantined" and "returning input 0 unchanged passes" in outcome.reason
     assert "in eval mode its BatchNorm layer runs on initial running statistics" in outcome.reason
     assert "KernelBench runs references in training mode" in outcome.reason
+
+
+def test_a_batch_of_a_few_tasks_starts_one_worker(monkeypatch):
+    """A second worker's start-up (torch's import) would cost more than the tasks it takes."""
+    started = []
+    real_start = lint._start
+    monkeypatch.setattr(lint, "_start", lambda *args: started.append(args) or real_start(*args))
+    requests = [LintRequest(key, src, "float32", f"{key}.py") for key, src in [("a", fx.GOOD_RELU), ("b", fx.GOOD_MATMUL)]]
+    results = lint_all(requests, task_timeout_s=60.0, workers=2, threads=1)
+    assert [results[k].status for k in ("a", "b")] == ["ok", "ok"]
+    assert len(started) == 1
+    assert [lint.worker_count(2, n) for n in (1, 2, 3, 4, 5, 300)] == [1, 1, 1, 2, 2, 2]
