@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from policy_snippets import ATEN_CPU, CXX_NAMES_C, OMP_PARTIALS_C
@@ -274,6 +275,29 @@ def test_cache_keys_and_names_are_the_monitors_own_shape(tmp_path):
     with pytest.raises(ValueError):
         cache.put("cd" * 32, {"../x": b"1"})
     assert not list(tmp_path.rglob("x"))
+
+
+def test_a_build_in_progress_holds_its_key_until_it_ends(tmp_path):
+    cache = BuildCache(tmp_path)
+    key = "ef" * 32
+    with cache.building(key, 5.0) as held:
+        assert held
+        with cache.building(key, 0.3) as second:  # another open of the lock file: waits, then gives up
+            assert not second
+        with cache.building("01" * 32, 0.3) as other:  # another key is not held up
+            assert other
+    with cache.building(key, 0.3) as after:
+        assert after
+
+
+def test_two_verifications_of_the_same_sources_at_once_build_them_once(tmp_path):
+    """The second waits for the first build in progress and reads its entry (without the lock both compiled)."""
+    args = {"source": RELU + "// built once\n", "functions": {"relu": "const float*, float*, int64"}}
+    with ThreadPoolExecutor(2) as pool:
+        outcomes = list(pool.map(lambda _: build_call(CpuBackend(), "load_c", args, tmp_path), range(2)))
+    assert all(o.ok for o in outcomes), [o.detail for o in outcomes]
+    assert sorted(o.cached for o in outcomes) == [False, True]
+    assert outcomes[0].path == outcomes[1].path
 
 
 def test_the_service_builds_checks_caches_and_places_for_the_runner(tmp_path):

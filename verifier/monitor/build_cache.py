@@ -9,11 +9,15 @@ and rebuilt. No sandbox process can reach the cache: builders write their own fr
 the runner loads copies the monitor placed in a directory only the monitor writes.
 
 Layout: ``<root>/builds/<key[:2]>/<key>/MANIFEST.json`` plus ``files/<name>``; publication is an
-atomic rename of a staged directory, so concurrent verifications never see half an entry.
+atomic rename of a staged directory, so concurrent verifications never see half an entry. A build in
+progress holds ``<root>/build-locks/<key>.lock`` (:meth:`BuildCache.building`): a second verification of
+the same sources (a resubmitted candidate, a parallel task, another process on the same cache) waits for it
+and reads its entry instead of compiling the same thing at the same time (a torch extension: ~25 s of CPU).
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
@@ -21,10 +25,14 @@ import re
 import secrets
 import shutil
 import stat
+import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 MAX_FILE_BYTES = 1 << 30
 MANIFEST = "MANIFEST.json"
+LOCK_POLL_S = 0.1
 _KEY = re.compile(r"[0-9a-f]{16,128}")
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 
@@ -50,6 +58,7 @@ def read_regular(path: Path, limit: int = MAX_FILE_BYTES) -> bytes | None:
 class BuildCache:
     def __init__(self, root: Path) -> None:
         self.root = Path(root) / "builds"
+        self.locks = Path(root) / "build-locks"
 
     def _dir(self, key: str) -> Path:
         if not _KEY.fullmatch(key):
@@ -77,6 +86,31 @@ class BuildCache:
                 return None
             contents[name] = data
         return contents
+
+    @contextmanager
+    def building(self, key: str, wait_s: float) -> Iterator[bool]:
+        """Held while this process builds ``key``; entered once no other build of it is in progress (True),
+        or after ``wait_s`` without the lock (False: the caller builds anyway, as it would without a lock).
+        The lock is an ``flock`` on a file of its own, so a builder that dies releases it."""
+        self._dir(key)  # validates the key
+        self.locks.mkdir(parents=True, exist_ok=True)
+        with open(self.locks / f"{key}.lock", "a") as handle:
+            deadline = time.monotonic() + wait_s
+            while True:
+                try:
+                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    held = True
+                    break
+                except BlockingIOError:
+                    if time.monotonic() >= deadline:
+                        held = False
+                        break
+                    time.sleep(LOCK_POLL_S)
+            try:
+                yield held
+            finally:
+                if held:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
 
     def put(self, key: str, contents: dict[str, bytes]) -> bool:
         """Publish an entry (atomic); False if another verification published it first or it failed."""

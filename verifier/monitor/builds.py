@@ -112,16 +112,20 @@ class BuildService:
             reason, detail = _findings([Finding(f.check, f"{job.label}: {f.message}", f.line) for f in findings])
             return BuildOutcome(False, "hack", reason, detail, seconds=time.perf_counter() - start)
         cached = self.cache.get(job.key)
+        was_cached = cached is not None
         if cached is None:
-            try:
-                built = self._build(job, timeout_s)
-            except ToolchainMissing as exc:  # gone while it built (the backend's judge needs it)
-                return BuildOutcome(False, "machine", exc.reason[:300], exc.reason, seconds=time.perf_counter() - start)
-            if isinstance(built, BuildOutcome):
-                return built
-            cached, was_cached = built, False
-        else:
-            was_cached = True
+            with self.cache.building(job.key, timeout_s):  # the same build in progress elsewhere: wait, then read it
+                cached = self.cache.get(job.key)
+                was_cached = cached is not None
+                if cached is None:
+                    try:
+                        built = self._build(job, timeout_s)
+                    except ToolchainMissing as exc:  # gone while it built (the backend's judge needs it)
+                        return BuildOutcome(False, "machine", exc.reason[:300], exc.reason,
+                                            seconds=time.perf_counter() - start)
+                    if isinstance(built, BuildOutcome):
+                        return built
+                    cached = built
         outcome = self._check_and_place(job, cached, was_cached, start)
         return replace(outcome, namespaces=own_namespaces([text for text, _ in job.sources])) if outcome.ok else outcome
 
