@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from kernelbench_npu.judge import Judge, JudgeRequest, TaskJudgement
-from kernelbench_npu.lint import LintRequest, LintResult, lint_all
+from kernelbench_npu.lint import LintRequest, LintResult, WorkerPool, lint_all
 from kernelbench_npu.manifest import manifest_table, measurements_table, write_manifest
 from kernelbench_npu.plan import ADAPT_TIMEOUT_S, BUILDER_VERSION, BuildPlan, PlannedTask, plan_build
 from kernelbench_npu.spec import LINT_OK, LINT_QUARANTINED
@@ -85,12 +85,13 @@ def build_benchmark(backend: str, sources: Sequence[Path] = (), levels: Sequence
     if task_timeout_s is not None:
         variant = replace(variant, lint_task_timeout_s=float(task_timeout_s))
     say(f"sizing the problems for {backend} on the meta device ...")
-    plan = plan_build(variant, sources, levels, include_bundled, *pool_shape(workers),
-                      timeout_s=task_timeout_s or ADAPT_TIMEOUT_S, progress=say)
-    say(f"planned {len(plan.tasks)} tasks for {backend} ({len(plan.load_errors)} files skipped), hash {plan.build_hash}")
-    for error in plan.load_errors:
-        say(f"skipped {error}")
-    results = lint_plan(plan, say, workers)
+    with WorkerPool() as pool:  # the sizing's workers lint too: torch imported once per worker, not per phase
+        plan = plan_build(variant, sources, levels, include_bundled, *pool_shape(workers),
+                          timeout_s=task_timeout_s or ADAPT_TIMEOUT_S, progress=say, pool=pool)
+        say(f"planned {len(plan.tasks)} tasks for {backend} ({len(plan.load_errors)} files skipped), hash {plan.build_hash}")
+        for error in plan.load_errors:
+            say(f"skipped {error}")
+        results = lint_plan(plan, say, workers, pool)
     judgements = judge_plan(plan, results, judge, say) if judge is not None else None
     return publish_build(plan, results, Path(out), say, started, judgements)
 
@@ -109,14 +110,15 @@ def judge_plan(plan: BuildPlan, results: dict[str, LintResult], judge: Judge,
     return judge(requests, say)
 
 
-def lint_plan(plan: BuildPlan, progress: Progress | None = None, workers: int | None = None) -> dict[str, LintResult]:
-    """Lint every task that survived planning, in a pool of worker processes."""
+def lint_plan(plan: BuildPlan, progress: Progress | None = None, workers: int | None = None,
+              pool: WorkerPool | None = None) -> dict[str, LintResult]:
+    """Lint every task that survived planning, in a pool of worker processes (``pool``'s idle ones first)."""
     variant = plan.variant
     requests = [LintRequest(t.task_id, t.lint_fit.source, t.dtype, f"problems/{t.problem_file}")
                 for t in plan.tasks if t.linted]
     workers, threads = pool_shape(workers)
     return lint_all(requests, variant.lint_task_timeout_s, workers=workers, threads=threads,
-                    memory_bytes=LINT_MEMORY_BYTES, progress=progress)
+                    memory_bytes=LINT_MEMORY_BYTES, progress=progress, pool=pool)
 
 
 def pool_shape(workers: int | None = None) -> tuple[int, int]:

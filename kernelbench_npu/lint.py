@@ -1,7 +1,9 @@
 """Lint (and adapt) many tasks with a small pool of worker processes, each handling tasks one after another.
 
 Each worker pays torch's import once (1-3 s) instead of once per task, and a batch of fewer than
-:data:`MANY_REQUESTS` tasks gets one worker. A task gets a wall-clock
+:data:`MANY_REQUESTS` tasks gets one worker. A :class:`WorkerPool` keeps the workers of one batch for the
+next (a build's sizing, then its lint: each worker started once per build, not once per phase); each
+request carries its own memory limit. A task gets a wall-clock
 timeout; a worker that hangs or dies (segfault, OOM kill) is killed and replaced, and only the task
 it was on is quarantined with the reason. The build never crashes because of a reference.
 """
@@ -82,8 +84,8 @@ class _Worker:
         line, self.pending = self.pending.split("\n", 1)
         return json.loads(line)
 
-    def send(self, request: LintRequest) -> None:
-        self.child.proc.stdin.write(json.dumps(request.__dict__) + "\n")
+    def send(self, request: LintRequest, memory_bytes: int) -> None:
+        self.child.proc.stdin.write(json.dumps({**request.__dict__, "memory_bytes": memory_bytes}) + "\n")
         self.child.proc.stdin.flush()
 
     def death_reason(self) -> str:
@@ -111,10 +113,48 @@ def _worker_env(threads: int) -> dict:
     return env
 
 
+class WorkerPool:
+    """Idle workers kept between batches (``run_requests(..., pool=...)``), by their torch thread count;
+    those still idle when the pool closes are ended."""
+
+    def __init__(self) -> None:
+        self._idle: list[tuple[int, _Worker]] = []
+        self._lock = threading.Lock()
+
+    def take(self, threads: int) -> "_Worker | None":
+        with self._lock:
+            for i, (t, worker) in enumerate(self._idle):
+                if t == threads:
+                    del self._idle[i]
+                    return worker
+        return None
+
+    def give(self, threads: int, worker: "_Worker") -> None:
+        if worker.child.poll() is not None:
+            worker.kill()
+            return
+        with self._lock:
+            self._idle.append((threads, worker))
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for _threads, worker in idle:
+            worker.kill()
+
+    def __enter__(self) -> "WorkerPool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
 def run_requests(requests: Sequence[LintRequest], task_timeout_s: float, workers: int = 2, threads: int = 1,
-                 memory_bytes: int = 4 << 30, on_answer: Callable[[LintRequest, dict], None] | None = None) -> dict[str, dict]:
-    """Send every request to the pool; one answer dict per key. A hang, crash or failed start becomes
-    ``{"failure": reason}``; an exception inside the worker arrives as ``{"error": text}``."""
+                 memory_bytes: int = 4 << 30, on_answer: Callable[[LintRequest, dict], None] | None = None,
+                 pool: WorkerPool | None = None) -> dict[str, dict]:
+    """Send every request to the workers; one answer dict per key. A hang, crash or failed start becomes
+    ``{"failure": reason}``; an exception inside the worker arrives as ``{"error": text}``. With ``pool``,
+    idle workers of an earlier batch serve this one, and this batch's workers are left to the pool."""
     todo: queue.Queue = queue.Queue()
     for request in requests:
         todo.put(request)
@@ -130,8 +170,8 @@ def run_requests(requests: Sequence[LintRequest], task_timeout_s: float, workers
                 except queue.Empty:
                     return
                 try:
-                    worker = worker or _start(threads, memory_bytes)
-                    answer, worker = _ask(worker, request, task_timeout_s)
+                    worker = worker or (pool.take(threads) if pool else None) or _start(threads, memory_bytes)
+                    answer, worker = _ask(worker, request, task_timeout_s, memory_bytes)
                 except RuntimeError as exc:
                     answer = {"failure": str(exc)}
                 with lock:
@@ -140,7 +180,10 @@ def run_requests(requests: Sequence[LintRequest], task_timeout_s: float, workers
                         on_answer(request, answer)
         finally:
             if worker is not None:
-                worker.kill()
+                if pool is not None:
+                    pool.give(threads, worker)
+                else:
+                    worker.kill()
 
     slots = [threading.Thread(target=run_slot, daemon=True) for _ in range(worker_count(workers, len(requests)))]
     for slot in slots:
@@ -157,14 +200,15 @@ def worker_count(workers: int, requests: int) -> int:
 
 
 def lint_all(requests: Sequence[LintRequest], task_timeout_s: float, workers: int = 2, threads: int = 1,
-             memory_bytes: int = 4 << 30, progress: Callable[[str], None] | None = None) -> dict[str, LintResult]:
+             memory_bytes: int = 4 << 30, progress: Callable[[str], None] | None = None,
+             pool: WorkerPool | None = None) -> dict[str, LintResult]:
     """Lint every request; return one result per key (timeouts and crashes become quarantines)."""
     def report(request: LintRequest, answer: dict) -> None:
         if progress:
             result = _result(request, answer)
             progress(f"lint {request.key}: {result.status}" + (f" ({result.reason})" if result.reason else ""))
 
-    answers = run_requests(requests, task_timeout_s, workers, threads, memory_bytes, report)
+    answers = run_requests(requests, task_timeout_s, workers, threads, memory_bytes, report, pool)
     return {r.key: _result(r, answers[r.key]) for r in requests}
 
 
@@ -182,11 +226,11 @@ def _start(threads: int, memory_bytes: int) -> _Worker:
     return worker
 
 
-def _ask(worker: _Worker, request: LintRequest, timeout_s: float) -> tuple[dict, _Worker | None]:
+def _ask(worker: _Worker, request: LintRequest, timeout_s: float, memory_bytes: int) -> tuple[dict, _Worker | None]:
     """One request; on a hang or crash the worker is killed and None handed back (restarted lazily)."""
     reason = f"timed out after {timeout_s:g} s (hang or far too slow)"
     try:
-        worker.send(request)
+        worker.send(request, memory_bytes)
         answer = worker.read_line(timeout_s)
     except (EOFError, OSError):  # the worker died: wait for its exit status to name the cause
         answer, reason = None, "lint worker died"

@@ -1,6 +1,7 @@
 """The lint worker process: imports torch once, then adapts or lints many tasks sequentially.
 
-Started by :mod:`kernelbench_npu.lint` as ``python -m kernelbench_npu.lint_worker FD THREADS MEM``.
+Started by :mod:`kernelbench_npu.lint` as ``python -m kernelbench_npu.lint_worker FD THREADS MEM`` (MEM: the
+memory limit of a request that names none).
 Requests arrive as JSON lines on stdin; each answer is one JSON line on file descriptor FD (never
 stdout, which problem code may print to). The first line on FD is ``{"ready": true}``. An address-space
 limit turns a runaway allocation into a Python error (a quarantine reason) instead of an OOM kill.
@@ -14,14 +15,17 @@ import resource
 import sys
 
 
-def _limit_memory(extra_bytes: int) -> None:
-    if extra_bytes <= 0:
-        return
+def _address_space() -> int:
     with open("/proc/self/statm") as fh:
-        current = int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
-    limit = current + extra_bytes
+        return int(fh.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _limit_memory(base: int, extra_bytes: int) -> None:
+    """The address space a request may use: the worker's own once ready (``base``) plus ``extra_bytes``
+    (the soft limit, set again for each request: a worker serves a build's sizing and then its lint)."""
+    limit = base + extra_bytes if extra_bytes > 0 else resource.RLIM_INFINITY
     try:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_AS, (limit, resource.getrlimit(resource.RLIMIT_AS)[1]))
     except (ValueError, OSError):
         pass
 
@@ -99,12 +103,13 @@ def main(argv: list[str]) -> int:
 
     warm_up()
 
-    _limit_memory(memory_bytes)
+    base = _address_space()
     out.write(json.dumps({"ready": True}) + "\n")
     for line in sys.stdin:
         if not line.strip():
             continue
         request = json.loads(line)
+        _limit_memory(base, int(request.get("memory_bytes", memory_bytes)))
         out.write(json.dumps(_answer(request["key"], request)) + "\n")
     return 0
 

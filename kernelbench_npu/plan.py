@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
-from kernelbench_npu.lint import LintRequest, run_requests
+from kernelbench_npu.lint import LintRequest, WorkerPool, run_requests
 from kernelbench_npu.loader import Problem, ProblemError, load_problem, problem_files
 from kernelbench_npu.sizing import SizeFit, fit_from_dict
 from kernelbench_npu.variants import (CPU_2CORE, LINT_META, LINT_REDUCED, LINT_TASK_SIZES, Variant, alignment_note,
@@ -76,8 +76,10 @@ def source_dirs(sources: Sequence[Path | str], include_bundled: bool) -> tuple[S
 
 def plan_build(variant: Variant, sources: Sequence[Path | str] = (), levels: Sequence[int] = (1, 2, 3),
                include_bundled: bool = True, workers: int = 2, threads: int = 1,
-               timeout_s: float = ADAPT_TIMEOUT_S, progress: Callable[[str], None] | None = None) -> BuildPlan:
-    """Load, adapt and hash. Raises ProblemError when a source directory does not exist.
+               timeout_s: float = ADAPT_TIMEOUT_S, progress: Callable[[str], None] | None = None,
+               pool: WorkerPool | None = None) -> BuildPlan:
+    """Load, adapt and hash. Raises ProblemError when a source directory does not exist. ``pool`` keeps
+    the sizing's worker processes for the lint that follows (kernelbench_npu.lint.WorkerPool).
 
     Files are parsed here; executing them (the meta-device checks and the size profile) happens in
     worker processes with a timeout, so a file that hangs or crashes is quarantined, not fatal."""
@@ -94,7 +96,7 @@ def plan_build(variant: Variant, sources: Sequence[Path | str] = (), levels: Seq
             if problem.level in levels:
                 problems.append((src, problem))
     _reject_duplicates([p for _, p in problems])
-    adapted = _adapt_all([p for _, p in problems], variant, workers, threads, timeout_s, progress)
+    adapted = _adapt_all([p for _, p in problems], variant, workers, threads, timeout_s, progress, pool)
     tasks = []
     for src, problem in problems:
         answer = adapted.get(problem.task_id, {})
@@ -121,7 +123,7 @@ def _relative_error(src: SourceDir, path: Path, error: str) -> str:
 
 
 def _adapt_all(problems: list[Problem], variant: Variant, workers: int, threads: int, timeout_s: float,
-               progress: Callable[[str], None] | None) -> dict[str, dict]:
+               progress: Callable[[str], None] | None, pool: WorkerPool | None = None) -> dict[str, dict]:
     """Size every problem once (fp32, meta device) in the worker pool; answers keyed by task id."""
     requests = [LintRequest(p.task_id, p.source, "float32", str(p.path), kind="adapt", shrink=variant.shrinks,
                             lint_profile=variant.lint_sizes, specs=variant.records_by_shape) for p in problems]
@@ -132,7 +134,8 @@ def _adapt_all(problems: list[Problem], variant: Variant, workers: int, threads:
                 or answer.get("failure") or answer.get("error")
             progress(f"sized {request.key}: {str(done).splitlines()[0][:160]}")
 
-    return run_requests(requests, timeout_s, workers=workers, threads=threads, memory_bytes=4 << 30, on_answer=report)
+    return run_requests(requests, timeout_s, workers=workers, threads=threads, memory_bytes=4 << 30, on_answer=report,
+                        pool=pool)
 
 
 def _reject_duplicates(problems: list[Problem]) -> None:

@@ -94,3 +94,33 @@ def test_a_batch_of_a_few_tasks_starts_one_worker(monkeypatch):
     assert [results[k].status for k in ("a", "b")] == ["ok", "ok"]
     assert len(started) == 1
     assert [lint.worker_count(2, n) for n in (1, 2, 3, 4, 5, 300)] == [1, 1, 1, 2, 2, 2]
+
+
+def test_a_pool_keeps_its_workers_for_the_next_batch_each_request_under_its_own_memory_limit(monkeypatch):
+    """A build's sizing and its lint share one worker (torch imported once per build); the same worker holds
+    each request to that request's memory limit, looser or tighter than the one before."""
+    started = []
+    real_start = lint._start
+    monkeypatch.setattr(lint, "_start", lambda *args: started.append(args) or real_start(*args))
+    scratch = fx.problem("s = torch.ones(96 << 20)\nreturn torch.relu(x) + s[0] - 1.0")  # 384 MiB of scratch a call
+    with lint.WorkerPool() as pool:
+        loose = lint_all([LintRequest("loose", scratch, "float32", "s.py")], task_timeout_s=60.0, workers=2, threads=1,
+                         memory_bytes=2 << 30, pool=pool)
+        tight = lint_all([LintRequest("tight", scratch, "float32", "s.py")], task_timeout_s=60.0, workers=2, threads=1,
+                         memory_bytes=64 << 20, pool=pool)
+        again = lint_all([LintRequest("again", fx.GOOD_RELU, "float32", "r.py")], task_timeout_s=60.0, workers=2,
+                         threads=1, memory_bytes=2 << 30, pool=pool)
+    assert loose["loose"].status == "ok", loose["loose"].reason
+    assert tight["tight"].status == "quarantined" and "memory" in tight["tight"].reason, tight["tight"].reason
+    assert again["again"].status == "ok", again["again"].reason
+    assert len(started) == 1
+
+
+def test_a_build_starts_each_worker_once_for_its_sizing_and_its_lint(monkeypatch, tmp_path):
+    from kernelbench_npu.build import build_benchmark
+
+    started = []
+    real_start = lint._start
+    monkeypatch.setattr(lint, "_start", lambda *args: started.append(args) or real_start(*args))
+    summary = build_benchmark("cpu", levels=(3,), out=tmp_path / "b", workers=2)
+    assert summary.ok == 4 and len(started) == 2  # four tasks: two workers, each sizing and then linting
