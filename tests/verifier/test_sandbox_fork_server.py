@@ -112,6 +112,27 @@ def test_a_forked_runner_is_confined_as_an_exec_d_one_and_reaches_nothing_of_the
     assert not forked_facts["reads_tests"] and not forked_facts["reads_root_home"] and forked_facts["net"] != "reached"
 
 
+GC_PROBE = '''
+import gc
+raise RuntimeError("PROBE" + str(gc.get_freeze_count()) + "PROBE")
+
+class ModelNew:
+    pass
+'''
+
+
+def test_a_forked_runner_starts_with_the_server_s_objects_frozen(tmp_path, monkeypatch):
+    """What the server imported is in the collector's permanent generation of a forked process: its collections
+    do not walk torch's objects (nor copy the pages they lie on to write their counts)."""
+    monkeypatch.setenv(forked.ENABLED_ENV, "1")
+    POOL.close()
+    verdict = verify(fixture_task("relu"), "import torch\n" + GC_PROBE, "cpu",
+                     VerifySettings.for_tests(tmp_path / "cache", seed=7, disabled_checks=ALL_STATIC))
+    texts = [t for g in verdict.gates for t in (g.detail, g.reason) if t.count("PROBE") >= 2]
+    assert texts, verdict.to_json_dict()
+    assert int(texts[0].split("PROBE")[1]) > 50_000  # torch's, numpy's and the roles' objects: 173,053 here
+
+
 def test_a_fork_server_that_cannot_start_leaves_its_processes_to_the_launcher(tmp_path, monkeypatch):
     """A server whose interpreter fails at once: the verification still runs (exec'd), and that server is
     not tried again."""
