@@ -95,17 +95,7 @@ class BuildCache:
         self._dir(key)  # validates the key
         self.locks.mkdir(parents=True, exist_ok=True)
         with open(self.locks / f"{key}.lock", "a") as handle:
-            deadline = time.monotonic() + wait_s
-            while True:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    held = True
-                    break
-                except BlockingIOError:
-                    if time.monotonic() >= deadline:
-                        held = False
-                        break
-                    time.sleep(LOCK_POLL_S)
+            held = _flock_within(handle, wait_s)
             try:
                 yield held
             finally:
@@ -133,3 +123,16 @@ class BuildCache:
             return False
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _flock_within(handle, wait_s: float) -> bool:
+    """An exclusive ``flock`` on ``handle``, tried until ``wait_s`` has passed; whether it was taken."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(LOCK_POLL_S)

@@ -113,21 +113,22 @@ class BuildService:
             return BuildOutcome(False, "hack", reason, detail, seconds=time.perf_counter() - start)
         cached = self.cache.get(job.key)
         was_cached = cached is not None
-        if cached is None:
+        if not was_cached:
             with self.cache.building(job.key, timeout_s):  # the same build in progress elsewhere: wait, then read it
                 cached = self.cache.get(job.key)
                 was_cached = cached is not None
-                if cached is None:
-                    try:
-                        built = self._build(job, timeout_s)
-                    except ToolchainMissing as exc:  # gone while it built (the backend's judge needs it)
-                        return BuildOutcome(False, "machine", exc.reason[:300], exc.reason,
-                                            seconds=time.perf_counter() - start)
-                    if isinstance(built, BuildOutcome):
-                        return built
-                    cached = built
+                if not was_cached:
+                    cached = self._build_or_fail(job, timeout_s, start)
+                    if isinstance(cached, BuildOutcome):
+                        return cached
         outcome = self._check_and_place(job, cached, was_cached, start)
         return replace(outcome, namespaces=own_namespaces([text for text, _ in job.sources])) if outcome.ok else outcome
+
+    def _build_or_fail(self, job: BuildJob, timeout_s: float, start: float) -> dict[str, bytes] | BuildOutcome:
+        try:
+            return self._build(job, timeout_s)
+        except ToolchainMissing as exc:  # gone while it built (the backend's judge needs it)
+            return BuildOutcome(False, "machine", exc.reason[:300], exc.reason, seconds=time.perf_counter() - start)
 
     def _build(self, job: BuildJob, timeout_s: float) -> dict[str, bytes] | BuildOutcome:
         site = BuilderSite()
