@@ -16,7 +16,7 @@ from verifier.machine_peaks import machine_peaks
 from verifier.monitor.pool import POOL
 from verifier.monitor.session import Candidate, Session, reference_key
 from verifier.result import GateResult, SessionFacts, Verdict
-from verifier.sandbox import observer
+from verifier.sandbox import native_build, observer
 from verifier.seeds import new_master_seed
 from verifier.settings import VerifySettings
 
@@ -66,6 +66,6 @@ def prepare(task: TaskSpec, candidate_source: str, backend: str, settings: Verif
         seed = POOL.primed_seed(reference_key(candidate, settings))
     seed = seed if seed is not None else settings.seed if settings.seed is not None else new_master_seed()
     peaks = machine_peaks(backend, settings.threads).peaks if plan.runs("latency") else None
-    library, _why = observer.library(settings.cache_dir) if plan.runs("correctness") else (None, "")
+    library, _why = observer.library(native_build.machine_root(settings.cache_dir)) if plan.runs("correctness") else (None, "")
     session = Session(candidate, settings, plan, seed, peaks, str(library or ""))
     return Prepared(session, hack, code_sha, task.task_id, backend)

@@ -5,10 +5,13 @@ nothing behind."""
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
 from verifier.sandbox import native_build
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kernels"
 
 CC = shutil.which("cc") or shutil.which("gcc")
 pytestmark = pytest.mark.skipif(CC is None, reason="no C compiler on PATH")
@@ -36,3 +39,37 @@ def test_a_failed_build_names_the_library_and_leaves_nothing(tmp_path):
     assert list(target.parent.iterdir()) == []
     path, why = native_build.build_once(target, lambda out: ["/nonexistent/cc"], "the bad library", 60.0)
     assert path is None and why.startswith("building the bad library failed: ")
+
+
+
+def test_the_helpers_live_in_the_users_cache_whichever_verifier_cache_a_verification_names(tmp_path, monkeypatch):
+    """One build per machine: a test run's or a user's many verifier caches share the observer and the
+    shim; where the user's cache cannot be written, the verifier cache given is used."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    root = native_build.machine_root(tmp_path / "verifier-a")
+    assert root == tmp_path / "xdg" / "evokernel" / "native" and root.is_dir()
+    assert native_build.machine_root(tmp_path / "verifier-b") == root
+    (tmp_path / "file").write_text("not a directory\n")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))
+    assert native_build.machine_root(tmp_path / "verifier-a") == tmp_path / "verifier-a"
+
+
+def test_a_verification_takes_the_observer_from_the_users_cache_not_its_own(tmp_path):
+    """Two verifier caches, one observer: the one built in the user's cache (this run's, shared by the suite)."""
+    from verifier_taskutil import fixture_task
+
+    from verifier.prepare import Prepared, prepare
+    from verifier.settings import VerifySettings
+
+    task = fixture_task("relu")
+    source = (FIXTURES / "honest_cpu_avx2_relu.py").read_text()
+    observers = set()
+    for name in ("a", "b"):
+        prepared = prepare(task, source, "cpu", VerifySettings.for_tests(tmp_path / name, seed=1))
+        assert isinstance(prepared, Prepared), prepared
+        observers.add(prepared.session.observer)
+        assert not (tmp_path / name / "observer").exists()
+    (observer,) = observers
+    if not observer:
+        pytest.skip("the observer cannot be built here (the verification warns and observes in Python)")
+    assert Path(observer).is_relative_to(native_build.machine_root(tmp_path))

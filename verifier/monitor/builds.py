@@ -27,7 +27,7 @@ from verifier.gates.hack_native import run_native_checks
 from verifier.gates.hack_python import Finding
 from verifier.monitor.build_cache import BuildCache, read_regular
 from verifier.monitor.sites import BuilderSite
-from verifier.sandbox import hidden_paths
+from verifier.sandbox import hidden_paths, native_build
 from verifier.sandbox import isolation
 from verifier.sandbox.observer import own_namespaces
 
@@ -91,8 +91,8 @@ class BuildService:
 
     @functools.cached_property
     def hidden_paths_library(self) -> Path | None:
-        """The compilers' preload that shows a forbidden path as a missing one (built once per cache)."""
-        return hidden_paths.library(self.cache_root)
+        """The compilers' preload that shows a forbidden path as a missing one (built once per machine)."""
+        return hidden_paths.library(native_build.machine_root(self.cache_root))
 
     def run(self, loader: str, args: dict, timeout_s: float) -> BuildOutcome:
         start = time.perf_counter()

@@ -1,7 +1,9 @@
 """The verifier's own native helpers built once per machine into the cache: the runner's op observer
 (verifier.sandbox.observer), the builder's hidden-path shim (verifier.sandbox.hidden_paths) and the
 timed inputs' fill (verifier.sandbox.fast_fill). Each caller names its target (a directory keyed by
-what the library is built from) and its compiler command; this module owns the build itself: a target
+what the library is built from) and its compiler command; this module owns where they live (the user's
+cache, :func:`machine_root`, not a verification's: a test run or a user with many verifier caches
+builds each once) and the build itself: a target
 already there is used as it is, a new one is compiled in a temporary directory beside it and moved into
 place in one rename, so two processes building the same key at once lose nothing and a failed build
 leaves nothing behind.
@@ -15,6 +17,18 @@ import subprocess
 import tempfile
 from pathlib import Path
 from typing import Callable
+
+
+def machine_root(fallback: Path) -> Path:
+    """Where the native helpers are built: ``$XDG_CACHE_HOME/evokernel/native`` (``~/.cache`` without it),
+    or ``fallback`` (a verifier cache) where that cannot be created or written."""
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    root = Path(base) / "evokernel" / "native"
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return Path(fallback)
+    return root if os.access(root, os.W_OK | os.X_OK) else Path(fallback)
 
 
 @functools.lru_cache(maxsize=None)
