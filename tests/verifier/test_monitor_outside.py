@@ -22,7 +22,7 @@ from verifier.monitor import outside, perf_events, torch_glue
 from verifier.monitor.code_map import FOREIGN, OWN, RUNTIME, TORCH, kind_of
 from verifier.monitor.cpu_sampler import CallSamples, CpuSampler
 from verifier.monitor.elf_functions import table_for
-from verifier.sandbox import observer
+from verifier.sandbox import native_build, observer
 
 
 def _perf_unavailable() -> str:
@@ -272,7 +272,7 @@ print(json.dumps(seen))
 
 @pytest.fixture(scope="module")
 def namespaces(tmp_path_factory):
-    library, why = observer.library(tmp_path_factory.mktemp("observer"))
+    library, why = observer.library(native_build.machine_root(tmp_path_factory.mktemp("observer")))  # the run's own
     if library is None:
         pytest.skip(f"the native observer cannot be built here: {why}")
     proc = subprocess.run([sys.executable, "-c", NAMESPACES, str(library)], capture_output=True, text=True, timeout=600)

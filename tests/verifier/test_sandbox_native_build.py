@@ -29,6 +29,25 @@ def test_a_library_is_built_once_then_read_from_its_target(tmp_path):
     assert target.stat().st_mtime_ns == built
 
 
+def test_two_builders_of_one_key_at_once_compile_it_once(tmp_path):
+    """Two verifications starting together (a campaign's parallel tasks): the second waits for the first's
+    compile and reads its library (without the key's lock both compiled)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    source = tmp_path / "slow.c"
+    source.write_text("int slow(void) { return 2; }\n")
+    target = tmp_path / "cache" / "key" / "slow.so"
+    compiled = []
+
+    def argv(out):
+        compiled.append(out)
+        return ["sh", "-c", f'sleep 0.5 && exec "$0" -fPIC -shared {source} -o {out}', CC]
+
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: native_build.build_once(target, argv, "the slow library", 60.0), range(2)))
+    assert results == [(target, ""), (target, "")] and len(compiled) == 1
+
+
 def test_a_failed_build_names_the_library_and_leaves_nothing(tmp_path):
     source = tmp_path / "bad.c"
     source.write_text("int broken(void) { return }\n")

@@ -15,7 +15,7 @@ import pytest
 from policy_snippets import RUNTIME_HEAD, RUNTIME_OBSERVED
 
 from verifier.gates.hack_python import run_python_checks
-from verifier.sandbox import observer
+from verifier.sandbox import native_build, observer
 
 OBSERVE = """
 import json, sys, types, torch
@@ -40,7 +40,7 @@ print(json.dumps(seen))
 
 @pytest.fixture(scope="module")
 def observed(tmp_path_factory):
-    library, why = observer.library(tmp_path_factory.mktemp("observer"))
+    library, why = observer.library(native_build.machine_root(tmp_path_factory.mktemp("observer")))  # the run's own
     if library is None:
         pytest.skip(f"the native observer cannot be built here: {why}")
     cases = {name: RUNTIME_HEAD + code for name, code in RUNTIME_OBSERVED.items()}

@@ -104,9 +104,10 @@ def blinds_the_observer(case, work: Path) -> dict:
     import torch
 
     from verifier.sandbox.arena import Arena
+    from verifier.sandbox.native_build import machine_root
     from verifier.sandbox.observer import PAGE_BYTES, ObserverPage, RunnerObserver, library
 
-    path, why = library(Path(os.environ.get(PREBUILT_ENV) or work / "cache"))  # the run's, where built already
+    path, why = library(machine_root(Path(os.environ.get(PREBUILT_ENV) or work / "cache")))  # the run's, where built
     if path is None:
         return {"acted": False, "why": why}
     page = ObserverPage(Arena.create(PAGE_BYTES, "z36-observer"))

@@ -11,6 +11,7 @@ leaves nothing behind.
 
 from __future__ import annotations
 
+import fcntl
 import functools
 import os
 import subprocess
@@ -41,18 +42,24 @@ def compiler_version(compiler: str) -> str:
 def build_once(target: Path, argv_for: Callable[[Path], list[str]], what: str,
                timeout_s: float) -> tuple[Path | None, str]:
     """(``target``, "") once it is built, or (None, why not: one line naming ``what``). ``argv_for(out)``
-    is the compiler command that writes the library to ``out``."""
+    is the compiler command that writes the library to ``out``. Two builders of one key (two verifications
+    starting at once, in threads or processes) compile it once: the second waits on the key's lock, beside
+    its directory, and finds the target there."""
     if target.is_file():
         return target, ""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
-            out = Path(tmp) / target.name
-            proc = subprocess.run(argv_for(out), capture_output=True, text=True, timeout=timeout_s)
-            if proc.returncode != 0:
-                return None, f"building {what} failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1][:200]
-            os.chmod(out, 0o755)
-            os.replace(out, target)  # atomic: a concurrent build of the same key loses nothing
+        with open(target.parent.parent / f".{target.parent.name}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # held for one compile at most (its timeout)
+            if target.is_file():
+                return target, ""
+            with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
+                out = Path(tmp) / target.name
+                proc = subprocess.run(argv_for(out), capture_output=True, text=True, timeout=timeout_s)
+                if proc.returncode != 0:
+                    return None, f"building {what} failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1][:200]
+                os.chmod(out, 0o755)
+                os.replace(out, target)  # atomic: a reader never sees half a library
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"building {what} failed: {exc}"
     return target, ""
