@@ -28,6 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
+from verifier.settings import user_cache
 from verifier.roofline import MachinePeaks
 
 PROBE_TIMEOUT_S = 300.0  # a loaded 2-core machine; the CPU probe takes ~2 s when quiet
@@ -42,8 +43,7 @@ class PeaksLookup:
 
 
 def default_machine_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "evokernel" / "machine"
+    return user_cache("machine")
 
 
 def fingerprint(backend: str) -> str:

@@ -16,9 +16,15 @@ from pathlib import Path
 DEFAULT_PLAUSIBILITY_BOUND = 10.0
 
 
-def default_cache_dir() -> Path:
+def user_cache(name: str) -> Path:
+    """evokernel's directory ``name`` in the user's cache: ``$XDG_CACHE_HOME/evokernel/<name>``
+    (``~/.cache`` without the variable). Read when called, so a changed environment is followed."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "evokernel" / "verifier"
+    return Path(base) / "evokernel" / name
+
+
+def default_cache_dir() -> Path:
+    return user_cache("verifier")
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+from verifier.settings import user_cache
 
 FETCH_COMMAND = "evokernel toolchain fetch-cuda-headers"
 STUB_DIR = Path(__file__).resolve().parent / "cuda_stub"
@@ -84,8 +85,7 @@ def local_torch_version() -> str:
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "evokernel" / "cuda-headers"
+    return user_cache("cuda-headers")
 
 
 def installed(version: str | None = None, root: Path | None = None) -> HeaderTree | None:

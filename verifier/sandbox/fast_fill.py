@@ -37,6 +37,7 @@ import subprocess
 import threading
 from pathlib import Path
 
+from verifier.settings import user_cache
 from verifier.sandbox import native_build
 
 SOURCE = Path(__file__).parent / "native" / "fill.c"
@@ -64,8 +65,7 @@ def _flags() -> list[str]:
 
 
 def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "evokernel" / "fill"
+    return user_cache("fill")
 
 
 @functools.lru_cache(maxsize=None)

@@ -19,12 +19,13 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from verifier.settings import user_cache
+
 
 def machine_root(fallback: Path) -> Path:
     """Where the native helpers are built: ``$XDG_CACHE_HOME/evokernel/native`` (``~/.cache`` without it),
     or ``fallback`` (a verifier cache) where that cannot be created or written."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    root = Path(base) / "evokernel" / "native"
+    root = user_cache("native")
     try:
         root.mkdir(parents=True, exist_ok=True)
     except OSError:

@@ -20,10 +20,11 @@ imports no backend) and the public entry points; :mod:`verifier.toolchains.env` 
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from importlib import import_module
 from pathlib import Path
+
+from verifier.settings import user_cache
 
 # name -> "module:attribute" of its ToolchainSpec (the backend that needs the toolchain owns it)
 _REGISTRY = {"triton-ascend": "verifier.backends.triton_ascend.toolchain:SPEC"}
@@ -68,8 +69,7 @@ class InstalledToolchain:
 
 def toolchains_root() -> Path:
     # (no EVOKERNEL_* variable: evokernel's settings reject unknown variables with that prefix)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "evokernel" / "toolchains"
+    return user_cache("toolchains")
 
 
 def install_command(name: str) -> str:
