@@ -345,3 +345,21 @@ def test_the_fork_server_escape_cases_act_where_landlock_is_off(tmp_path, monkey
 
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_the_server_preloads_what_its_processes_import_later_and_leaves_triton_s_mode_open():
+    """The runner's loaders and call server and the reference worker's workload count (torch's flop formulas)
+    come imported from the server (0.45 s of CPU a verification when each process imported them itself), and
+    triton, which the flop formulas' module imports, is not: a forked triton runner still chooses its mode."""
+    code = ("import sys; from verifier.sandbox import zygote; zygote.preload()\n"
+            "later = [m for m in (*zygote.LATER_IMPORTS, 'verifier.sandbox.workload', 'torch.utils.flop_counter') "
+            "if m not in sys.modules]\n"
+            "assert not later and 'triton' not in sys.modules, (later, 'triton' in sys.modules)\n"
+            "import importlib.util\n"
+            "if importlib.util.find_spec('triton'):\n"
+            "    from verifier.backends.triton_modes import interpreted_now, use_mode\n"
+            "    use_mode(True); import triton.language\n"
+            "    assert interpreted_now() is True\n"
+            "print('ok')\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stderr[-2000:]

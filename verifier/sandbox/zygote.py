@@ -26,9 +26,11 @@ so no thread pool exists at a fork (numpy's OpenBLAS pool restarts itself after 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import json
+import logging
 import os
 import select
 import signal
@@ -46,22 +48,51 @@ PR_SET_DUMPABLE = 4
 
 
 MODE_DECIDED_AT_IMPORT = ("triton",)  # a backend sets its mode before the first import (interpreter or compiled)
+# What the roles import after their start unless the server has: the runner's loaders (torch's extension
+# module, which imports setuptools: 0.26 s of CPU a runner) and the call server, the reference worker's workload
+# count (torch's flop formulas: 0.19 s a worker, most of it the triton that module imports, see preload).
+LATER_IMPORTS = ("verifier.backends.cpu", "verifier.sandbox.loaders", "verifier.sandbox.serve", "torch.utils.cpp_extension")
 
 
 def preload() -> None:
     """What the two roles import before their first message, short of anything whose first import
-    decides a mode for the process (triton: verifier.backends.triton_modes; torch's flop counter, which the
-    reference worker's workload count uses, imports it, so that module is left to the worker)."""
+    decides a mode for the process (triton: verifier.backends.triton_modes). Torch's flop counter, which the
+    reference worker's workload count uses, imports triton only to recognise triton kernels in a traced
+    program (its ``_JITFunction``; a reference is PyTorch and the count reads only the formulas): it is
+    imported here with triton unimportable, so it takes its no-triton path and triton stays unimported."""
     import numpy  # noqa: F401
     import torch  # noqa: F401
 
     for name in (*ROLES, "verifier.backends", "verifier.sandbox.seccomp", "verifier.sandbox.observer",
                  "verifier.sandbox.torch_values", "verifier.sandbox.fp64_reference", "verifier.sandbox.inputs",
-                 "verifier.sandbox.values"):
+                 "verifier.sandbox.values", *LATER_IMPORTS):
         importlib.import_module(name)
+    with unimportable(MODE_DECIDED_AT_IMPORT, quiet="torch.utils.flop_counter"):
+        importlib.import_module("verifier.sandbox.workload")
     imported = [m for m in MODE_DECIDED_AT_IMPORT if m in sys.modules]
     if imported:
         raise RuntimeError(f"the fork server imported {', '.join(imported)}: its processes could not choose its mode")
+
+
+@contextlib.contextmanager
+def unimportable(names: tuple[str, ...], quiet: str = ""):
+    """``import name`` raises ImportError inside (a ``None`` entry in ``sys.modules``), and works again after
+    (for any that was not imported before); ``quiet``: a logger whose warnings are not shown meanwhile."""
+    blocked = [n for n in names if n not in sys.modules]
+    logger = logging.getLogger(quiet) if quiet else None
+    level = logger.level if logger else 0
+    for name in blocked:
+        sys.modules[name] = None  # type: ignore[assignment]
+    if logger:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for name in blocked:
+            if sys.modules.get(name, 0) is None:
+                del sys.modules[name]
+        if logger:
+            logger.setLevel(level)
 
 
 def main(argv: list[str]) -> int:
