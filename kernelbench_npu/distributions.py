@@ -15,19 +15,21 @@ DISTRIBUTIONS = ("task", "normal", "large", "small", "negative")
 _SCALE = {"normal": 1.0, "large": 1e3, "small": 1e-3}
 
 
-def redraw(value, distribution: str, generator):
-    """``value`` redrawn from ``distribution`` with ``generator`` (a ``torch.Generator``)."""
+def redraw(value, distribution: str, generator, normal=None):
+    """``value`` redrawn from ``distribution`` with ``generator`` (a ``torch.Generator``). ``normal``: another
+    source of the standard normals, ``normal(shape)`` -> a new float32 tensor, or None where it does not draw
+    that shape (the verifier's native fill, verifier.sandbox.fast_fill); the generator draws the rest."""
     import torch
 
     if distribution not in DISTRIBUTIONS:
         raise ValueError(f"distribution {distribution!r} unknown (choose from {', '.join(DISTRIBUTIONS)})")
     if distribution == "task" or not (isinstance(value, torch.Tensor) and value.is_floating_point()):
         return value
-    base = torch.randn(value.shape, generator=generator, dtype=torch.float32)
-    if distribution == "negative":
-        base = -base.abs() - 1e-3
-    else:
-        base = base * _SCALE[distribution]
+    base = normal(tuple(value.shape)) if normal is not None else None
+    if base is None:
+        base = torch.randn(value.shape, generator=generator, dtype=torch.float32)
+    # in place: the values of -|x| - 1e-3 and x * scale, without a second tensor of the input's size
+    base = base.abs_().neg_().sub_(1e-3) if distribution == "negative" else base.mul_(_SCALE[distribution])
     return base.to(value.dtype).contiguous()
 
 

@@ -17,6 +17,7 @@ from verifier_taskutil import FIXTURES, TASKS
 
 from verifier.gates.correctness import Tolerance
 from verifier.monitor.output_checks import SAMPLE, mismatch
+from verifier.sandbox import fast_fill
 from verifier.sandbox import inputs as inp
 
 TOL = Tolerance(1e-4, 1e-4, 0.01)
@@ -89,17 +90,28 @@ def get_init_inputs():
 """
 
 
-def test_every_trial_is_drawn_once_and_each_copy_is_what_drawing_again_gives():
+@pytest.fixture(params=["torch's generator", "the native fill"])
+def trial_fill(request):
+    """The trials' draws as a reference worker makes them without the native fill and with it."""
+    if request.param == "torch's generator":
+        return None
+    path, why = fast_fill.library()
+    if path is None:
+        pytest.skip(f"no native fill here: {why}")
+    return fast_fill.load(str(path))
+
+
+def test_every_trial_is_drawn_once_and_each_copy_is_what_drawing_again_gives(trial_fill):
     """The reference worker keeps each trial's draw (inputs.TrialInputs) for the monitor's second draw
     of it: every trial's copy, probes included, is bit for bit inputs_for's, however the previous copy
     was changed in place, with the same strides and storage sharing; a draw is dropped once every
     trial built on it was served, and nothing is kept beyond the budget."""
     problem, seed = inp.load_problem(SHARED), 4321
     plan = inp.plan(5)
-    kept = inp.TrialInputs(problem, seed, plan)
+    kept = inp.TrialInputs(problem, seed, plan, fill=trial_fill)
     for trial in plan:
         for _ in range(2):
-            got, fresh = kept.get(trial), inp.inputs_for(problem, seed, trial)
+            got, fresh = kept.get(trial), inp.inputs_for(problem, seed, trial, trial_fill)
             assert torch.equal(got[0], fresh[0]) and got[2] == fresh[2] == 3
             assert torch.equal(got[1], fresh[1]) and got[1].stride() == fresh[1].stride()
             shared = [g[1].untyped_storage().data_ptr() == g[0].untyped_storage().data_ptr() for g in (got, fresh)]
@@ -109,10 +121,11 @@ def test_every_trial_is_drawn_once_and_each_copy_is_what_drawing_again_gives():
     for trial in plan:
         kept.served(trial)
     assert kept.kept == {}
-    nothing = inp.TrialInputs(problem, seed, plan, budget=64 * 32 * 4 - 1)
-    assert torch.equal(nothing.get(plan[0])[0], inp.inputs_for(problem, seed, plan[0])[0]) and nothing.kept == {}
+    nothing = inp.TrialInputs(problem, seed, plan, budget=64 * 32 * 4 - 1, fill=trial_fill)
+    assert torch.equal(nothing.get(plan[0])[0], inp.inputs_for(problem, seed, plan[0], trial_fill)[0])
+    assert nothing.kept == {}
     base = [t for t in plan if t.kind == "audit"][0]
-    kept = inp.TrialInputs(problem, seed, plan)
+    kept = inp.TrialInputs(problem, seed, plan, fill=trial_fill)
     kept.get(base)
     kept.served(base)  # the near-duplicate still needs its base
     assert base.index in kept.kept
@@ -449,3 +462,28 @@ def test_a_window_grown_after_the_warm_up_warms_up_again():
     rounds = _WarmRounds([0], calls=2, ms_per_call=0.5)  # sized from a cold call: 2 calls of a 0.5 ms kernel
     assert _warm_up(rounds, window_ms=5.0) == 2  # regrown to 10 calls, then one round at that size
     assert rounds.layout.calls == 10
+
+
+def test_trials_drawn_with_the_native_fill_keep_each_distribution_and_the_task_s_integers(trial_fill):
+    """With the fill the task's random calls and the redraws' normals come from it (other values than torch's
+    generator gives), in the same distributions: the task's own draw, standard normals scaled or folded
+    negative; a tensor the task draws from integers keeps them, and the same trial draws the same values."""
+    source = ("import torch\nimport torch.nn as nn\n\n\nclass Model(nn.Module):\n    def forward(self, x, t):\n"
+              "        return x[t]\n\n\ndef get_inputs():\n    return [torch.rand(256, 64), torch.randint(0, 256, (32,))]\n\n\n"
+              "def get_init_inputs():\n    return []\n")
+    problem, seed = inp.load_problem(source), 77
+    by_kind = {t.distribution: t for t in inp.plan(5) if t.kind == "check"}
+    drawn = {d: inp.inputs_for(problem, seed, t, trial_fill) for d, t in by_kind.items()}
+    task_x, task_t = drawn["task"]
+    assert 0.0 <= float(task_x.min()) and float(task_x.max()) < 1.0 and abs(float(task_x.mean()) - 0.5) < 0.02
+    for distribution, scale in (("normal", 1.0), ("large", 1e3), ("small", 1e-3)):
+        x = drawn[distribution][0]
+        assert abs(float(x.std()) / scale - 1.0) < 0.05 and abs(float(x.mean())) < 0.05 * scale, distribution
+    assert float(drawn["negative"][0].max()) <= -1e-3
+    for x, t in drawn.values():
+        assert t.dtype == torch.int64 and 0 <= int(t.min()) and int(t.max()) < 256
+    again = inp.inputs_for(problem, seed, by_kind["large"], trial_fill)
+    assert torch.equal(again[0], drawn["large"][0]) and torch.equal(again[1], drawn["large"][1])
+    if trial_fill is not None:
+        plain = inp.inputs_for(problem, seed, by_kind["large"])
+        assert not torch.equal(plain[0], drawn["large"][0])  # the fill drew them, not torch's generator

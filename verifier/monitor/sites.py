@@ -115,7 +115,7 @@ class ReferenceSite(Site):
 
     def __init__(self, threads: int, memory_mb: int, devices: bool = False) -> None:
         super().__init__("reference", "evokernel-reference-")
-        fill, self.fill_why = fast_fill.library()  # the timed sets' random fills (without it: torch's generator)
+        fill, self.fill_why = fast_fill.library()  # the timed sets' and trials' random fills (without it: torch's generator)
         read = (str(fill.parent),) if fill else ()
         policy, import_root = self.policy(read=read, devices=devices, memory_mb=memory_mb, threads=threads)
         env = clean_env(threads, self.work, import_root, devices)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import hashlib
+import itertools
 import math
 import os
 import platform
@@ -162,6 +163,18 @@ def stand_in(fill: Fill, func, args: tuple, kwargs: dict, seed: int):
     if func in (torch.Tensor.normal_, torch.Tensor.uniform_):
         return _in_place(fill, args, kwargs, normal, seed)
     return None
+
+
+def normals(fill: Fill, seed: int):
+    """``normal(shape)``: a new float32 tensor of standard normals from ``fill``, each call a stream of its own
+    derived from ``seed``; None for a shape it leaves to torch (fewer than NORMAL_MIN elements)."""
+    import torch
+
+    calls = itertools.count(1)
+
+    def normal(shape: tuple[int, ...]):
+        return _filled(fill, tuple(shape), torch.float32, True, call_seed(seed, next(calls)))
+    return normal
 
 
 def _size(args: tuple) -> tuple[int, ...] | None:

@@ -58,7 +58,7 @@ def trivial_errors(ref: np.ndarray, inputs: list) -> dict[str, float]:
 class Worker:
     def __init__(self, channel: Channel, fill=None) -> None:
         self.channel = channel
-        self.fill = fill  # verifier.sandbox.fast_fill.Fill for the timed sets, or None (torch's generator)
+        self.fill = fill  # verifier.sandbox.fast_fill.Fill for the timed sets and the trials, or None (torch's generator)
         self.arena: Arena | None = None
         self._drawers = None  # the drawing threads (verifier.sandbox.drawing), started by the first Draw
         self._finisher: ThreadPoolExecutor | None = None  # finishes and sends the trials (started by the first)
@@ -82,7 +82,7 @@ class Worker:
         self.send(msg.RefInit(encode_torch(init, arrays), tuple(arrays)))
         (self.model,) = inp.build_models(self.problem, [self.problem.Model], cfg.init_seed)
         self.plan = inp.plan(cfg.correctness_trials)
-        self.trial_inputs = inp.TrialInputs(self.problem, cfg.input_seed, self.plan)
+        self.trial_inputs = inp.TrialInputs(self.problem, cfg.input_seed, self.plan, fill=self.fill)
         wide = Fp64Model(self.model)
         if self._finisher is None:
             self._finisher = ThreadPoolExecutor(1, thread_name_prefix="finish", initializer=_one_thread)
