@@ -95,11 +95,7 @@ class Lake(LakeReads):
         location = parse(uri)
         con = catalog.attach_live(location)
         try:
-            meta = catalog.read_meta(con, location)
-            catalog.add_missing_tables(con)
-            catalog.check_tables(con, location)
-            catalog.add_missing_columns(con)
-            catalog.apply_table_options(con)
+            meta = catalog.open_checked(con, location)
         except BaseException:
             con.close()
             raise
