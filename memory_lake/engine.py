@@ -20,6 +20,7 @@ from typing import Callable, TypeVar
 from urllib.parse import urlparse
 
 import duckdb
+import pyarrow as pa
 
 from memory_lake.errors import LakeError
 
@@ -169,3 +170,22 @@ def first_line(exc: BaseException) -> str:
 
 def literal(value: str) -> str:
     return "'" + str(value).replace("'", "''") + "'"
+
+
+def read_retrying(action: Callable[[], T], con: duckdb.DuckDBPyConnection | None = None) -> T:
+    """Run a read, retrying a busy catalog; a DuckDB error becomes a one-line LakeError."""
+    try:
+        return retrying(action, con=con)
+    except duckdb.Error as exc:
+        raise LakeError(f"query failed: {first_line(exc)}") from None
+
+
+def arrow(con: duckdb.DuckDBPyConnection, sql_text: str, params) -> pa.Table:
+    """A query's result as an Arrow table; a DuckDB error that is not retryable becomes a one-line LakeError."""
+    try:
+        relation = con.sql(sql_text, params=params)
+        return relation.to_arrow_table() if relation is not None else pa.table({})
+    except duckdb.Error as exc:
+        if retryable(exc):
+            raise
+        raise LakeError(f"query failed: {first_line(exc)}") from None

@@ -102,11 +102,22 @@ class Lake(LakeReads):
         return cls(location, con, meta, scorer)
 
     @classmethod
+    def open_existing(cls, uri: str | Path, scorer: retrieval.SimilarityScorer | None = None) -> "Lake | None":
+        """The lake at ``uri``, opened, or None where there is none (one catalog attach where ``exists`` then
+        ``open`` took two); a lake there that cannot be opened raises as ``open`` does."""
+        try:
+            return cls.open(uri, scorer) if parse(uri).catalog_exists() is not False else None
+        except LakeError:
+            if cls.exists(uri):
+                raise
+            return None
+
+    @classmethod
     def open_or_create(cls, uri: str | Path, backend: str, seed_items: Iterable[SeedItemRow] = (),
                        q_init: float = 0.0, data_path: str | None = None) -> "Lake":
         """Open the lake at ``uri``, or create it (first use) seeded with the backend's templates."""
-        if cls.exists(uri):
-            return cls.open(uri)
+        if (lake := cls.open_existing(uri)) is not None:
+            return lake
         try:
             return cls.create(uri, backend, seed_items, q_init=q_init, data_path=data_path)
         except LakeError:
@@ -177,11 +188,11 @@ class Lake(LakeReads):
         if as_of is not None:
             con = self.connect(as_of)
             try:
-                return _arrow(con, sql_text, params)
+                return engine.arrow(con, sql_text, params)
             finally:
                 con.close()
         with self._guard:
-            return engine_retrying(lambda: _arrow(self._con, sql_text, params), self._con)
+            return engine.read_retrying(lambda: engine.arrow(self._con, sql_text, params), self._con)
 
     def snapshots(self) -> tuple[catalog.Snapshot, ...]:
         with self._guard:
@@ -240,9 +251,9 @@ class Lake(LakeReads):
 
     def _refresh(self) -> Files:
         """The data files of the latest snapshot; current Qs caught up if value_updates changed."""
-        files = engine_retrying(lambda: self._state.refresh(self._con), self._con)
+        files = engine.read_retrying(lambda: self._state.refresh(self._con), self._con)
         if self._state.values_changed:
-            engine_retrying(lambda: self._q.catch_up(self._con), self._con)
+            engine.read_retrying(lambda: self._q.catch_up(self._con), self._con)
             self._state.values_changed = False
         return files
 
@@ -371,24 +382,6 @@ def _insert_items(con: duckdb.DuckDBPyConnection, data: pa.Table) -> None:
     _insert(con, "items", data.sort_by("item_id"))
     _insert(con, "docs", docs.sort_by("item_id"))
     _insert(con, "postings", postings)
-
-
-def engine_retrying(action, con: duckdb.DuckDBPyConnection | None = None):
-    """Run a read, retrying a busy catalog; a DuckDB error becomes a one-line LakeError."""
-    try:
-        return engine.retrying(action, con=con)
-    except duckdb.Error as exc:
-        raise LakeError(f"query failed: {engine.first_line(exc)}") from None
-
-
-def _arrow(con: duckdb.DuckDBPyConnection, sql_text: str, params) -> pa.Table:
-    try:
-        relation = con.sql(sql_text, params=params)
-        return relation.to_arrow_table() if relation is not None else pa.table({})
-    except duckdb.Error as exc:
-        if engine.retryable(exc):
-            raise
-        raise LakeError(f"query failed: {engine.first_line(exc)}") from None
 
 
 __all__ = ["Lake", "TABLES"]

@@ -123,6 +123,21 @@ def test_open_or_create_creates_once_and_then_opens(lake_factory):
     assert again.query("SELECT count(*) AS n FROM items").column("n")[0].as_py() == len(SEEDS) + len(ids)
 
 
+def test_open_existing_opens_a_lake_says_none_where_there_is_none_and_raises_for_a_damaged_one(tmp_path):
+    assert Lake.open_existing(tmp_path / "nothing") is None and not (tmp_path / "nothing").exists()
+    root = tmp_path / "lake"
+    with Lake.create(root, "cpu", SEEDS) as created:
+        created.add_items(sample_items(1))
+    with Lake.open_existing(root) as opened:
+        assert opened.query("SELECT count(*) AS n FROM items").column("n")[0].as_py() == len(SEEDS) + 1
+    with Lake.open(root) as damaged:
+        damaged._con.execute("DROP TABLE attempts")  # as an older writable `lake query` could
+    with pytest.raises(LakeError, match="table attempts is missing"):
+        Lake.open_existing(root)  # a lake is there: its error, not None (which would create another)
+    with pytest.raises(LakeError, match="table attempts is missing"):
+        Lake.open_or_create(root, "cpu", SEEDS)
+
+
 def test_values_history_rows_must_follow_the_clock(lake):
     (item,) = lake.add_items(sample_items(1))
     lake.update_values([ValueUpdate(item, 1, 1.0, 0.5)])
