@@ -77,6 +77,23 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+_SMALLEST_SUBNORMAL, _ONE = 5e-324, 1.0  # names, not literals: the product is computed, never folded
+_FLUSH_REPORTED: list[str] = []
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """Fails the test after which this process flushes subnormals to zero (MXCSR's FTZ/DAZ, as GCC's
+    crtfastmath.o sets them in any process that loads a library linked with -ffast-math): every later test
+    in the worker computes with them flushed, and hypothesis refuses to draw floats there."""
+    result = yield
+    if not _FLUSH_REPORTED and _SMALLEST_SUBNORMAL * _ONE == 0.0:
+        _FLUSH_REPORTED.append(item.nodeid)
+        raise AssertionError(f"{item.nodeid} left this process flushing subnormal floats to zero (a library "
+                             "linked with -ffast-math, whose crtfastmath.o sets FTZ/DAZ?)")
+    return result
+
+
 def pytest_sessionfinish(session, exitstatus):
     shutil.rmtree(_PREFECT_HOME, ignore_errors=True)
 

@@ -136,6 +136,19 @@ def test_what_the_fill_stands_in_for_and_what_it_leaves_to_torch(fill):
     assert torch.equal(drawn, torch.randn(4, generator=torch.Generator().manual_seed(5)))
 
 
+def test_loading_the_library_leaves_the_process_s_subnormals(fill):
+    """Built with -ffast-math, once linked with it too: GCC's crtfastmath.o turned on flush-to-zero in every
+    process that loaded the fill (the reference worker's outputs, a test worker's later hypothesis floats)."""
+    import subprocess
+    import sys
+
+    path, _why = fast_fill.library()
+    probe = ("import ctypes, sys, torch; before = float(torch.tensor([1e-40]) * 1.0); ctypes.CDLL(sys.argv[1]);"
+             "after = float(torch.tensor([1e-40]) * 1.0); print(before != 0.0, after != 0.0)")
+    out = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["True", "True"], out.stderr
+
+
 def test_an_unloadable_library_leaves_torchs_generator():
     assert fast_fill.load("") is None
     assert fast_fill.load("/nonexistent/fill.so") is None

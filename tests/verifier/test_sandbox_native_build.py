@@ -92,3 +92,23 @@ def test_a_verification_takes_the_observer_from_the_users_cache_not_its_own(tmp_
     if not observer:
         pytest.skip("the observer cannot be built here (the verification warns and observes in Python)")
     assert Path(observer).is_relative_to(native_build.machine_root(tmp_path))
+
+
+def test_a_library_compiled_and_linked_apart_is_linked_from_its_object_and_a_failed_link_says_so(tmp_path):
+    source = tmp_path / "two.c"
+    source.write_text("int two(void) { return 2; }\n")
+    target = tmp_path / "cache" / "key" / "two.so"
+    compile_ = lambda obj: [CC, "-fPIC", "-c", str(source), "-o", str(obj)]  # noqa: E731
+    linked = []
+
+    def link(obj, out):
+        linked.append(obj.suffix)
+        return [CC, "-shared", str(obj), "-o", str(out)]
+
+    assert native_build.build_once(target, compile_, "the two library", 60.0, link_for=link) == (target, "")
+    assert linked == [".o"] and sorted(p.name for p in target.parent.iterdir()) == ["two.so"]
+    bad = tmp_path / "cache" / "other" / "two.so"
+    path, why = native_build.build_once(bad, compile_, "the two library", 60.0,
+                                        link_for=lambda obj, out: [CC, "-shared", str(obj), "-lnonexistent_lib_x",
+                                                                   "-o", str(out)])
+    assert path is None and why.startswith("building the two library failed: ") and list(bad.parent.iterdir()) == []

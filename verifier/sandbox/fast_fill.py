@@ -59,7 +59,7 @@ def _cpu_flags() -> frozenset[str]:
 
 
 def _flags() -> list[str]:
-    flags = ["-O3", "-ffast-math", "-fopenmp-simd", "-fPIC", "-shared", "-w"]
+    flags = ["-O3", "-ffast-math", "-fopenmp-simd", "-fPIC", "-w"]  # compile only: linked without -ffast-math
     if platform.machine() in ("x86_64", "AMD64") and {"avx2", "fma"} <= _cpu_flags():
         flags += ["-mavx2", "-mfma"]  # libmvec's 8-wide logf/cosf
     return flags
@@ -79,10 +79,13 @@ def _library(root: Path) -> tuple[Path | None, str]:
         version = native_build.compiler_version(compiler)
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"cannot identify the compiler: {exc}"
-    key = hashlib.sha256("\0".join((SOURCE.read_text(), compiler, version, *flags, platform.machine())).encode())
+    key = hashlib.sha256("\0".join((SOURCE.read_text(), compiler, version, *flags, "-c", platform.machine())).encode())
+    # linked apart, without -ffast-math: GCC would link crtfastmath.o, which flushes every subnormal in the
+    # loading process (the reference worker's outputs among them) for as long as it runs
     return native_build.build_once(root / key.hexdigest()[:24] / "fill.so",
-                                   lambda out: [compiler, *flags, str(SOURCE), "-o", str(out), "-lm"],
-                                   "the fill library", 120.0)
+                                   lambda obj: [compiler, *flags, "-c", str(SOURCE), "-o", str(obj)],
+                                   "the fill library", 120.0,
+                                   link_for=lambda obj, out: [compiler, "-shared", str(obj), "-o", str(out), "-lm"])
 
 
 def library() -> tuple[Path | None, str]:

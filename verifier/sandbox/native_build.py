@@ -40,10 +40,13 @@ def compiler_version(compiler: str) -> str:
     return subprocess.run([compiler, "--version"], capture_output=True, text=True, timeout=30).stdout
 
 
-def build_once(target: Path, argv_for: Callable[[Path], list[str]], what: str,
-               timeout_s: float) -> tuple[Path | None, str]:
+def build_once(target: Path, argv_for: Callable[[Path], list[str]], what: str, timeout_s: float,
+               link_for: Callable[[Path, Path], list[str]] | None = None) -> tuple[Path | None, str]:
     """(``target``, "") once it is built, or (None, why not: one line naming ``what``). ``argv_for(out)``
-    is the compiler command that writes the library to ``out``. Two builders of one key (two verifications
+    is the compiler command that writes the library to ``out``; with ``link_for``, ``argv_for(obj)`` writes
+    an object and ``link_for(obj, out)`` links the library from it (compiling and linking apart: a library
+    compiled with -ffast-math must not link GCC's crtfastmath.o, whose constructor turns on flush-to-zero
+    and denormals-are-zero for the whole process that loads it). Two builders of one key (two verifications
     starting at once, in threads or processes) compile it once: the second waits on the key's lock, beside
     its directory, and finds the target there."""
     if target.is_file():
@@ -56,9 +59,11 @@ def build_once(target: Path, argv_for: Callable[[Path], list[str]], what: str,
                 return target, ""
             with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
                 out = Path(tmp) / target.name
-                proc = subprocess.run(argv_for(out), capture_output=True, text=True, timeout=timeout_s)
-                if proc.returncode != 0:
-                    return None, f"building {what} failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1][:200]
+                obj = out.with_suffix(".o")
+                for argv in [argv_for(out)] if link_for is None else [argv_for(obj), link_for(obj, out)]:
+                    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+                    if proc.returncode != 0:
+                        return None, f"building {what} failed: " + (proc.stderr.strip().splitlines() or ["?"])[-1][:200]
                 os.chmod(out, 0o755)
                 os.replace(out, target)  # atomic: a reader never sees half a library
     except (OSError, subprocess.SubprocessError) as exc:
