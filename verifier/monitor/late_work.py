@@ -27,18 +27,22 @@ LATE_TOLERANCE_SHARE = 0.02  # ... and this share of its own window (what the ex
 def late_work(counted: list[list[Turn]], sides: list[Side]) -> None:
     """The time a candidate's Collect took against the reference's in the same round, less what both spent
     waiting for a CPU (other work on the machine): work left running after forward returned makes every
-    collect of its outputs slow. Judged on the median over rounds of the paired excess, from
-    :data:`LATE_WORK_ROUNDS` rounds on (a single round's collect under load read 0.00 ms for the reference
-    and 1.01 ms for an honest fused kernel)."""
+    collect of its outputs slow. Refused where the smallest paired excess over the rounds is far beyond the
+    reference's collect, from :data:`LATE_WORK_ROUNDS` rounds on (a single round's collect under load read
+    0.00 ms for the reference and 1.01 ms for an honest fused kernel; in CI, with four verifications on two
+    cores, an honest GELU's median excess read 5.15 ms over 3 rounds, stalls that are not waits on a run
+    queue). A candidate that works late in some rounds only is not refused, but :func:`late_ns` charges the
+    median excess to its windows."""
     if len(counted) < LATE_WORK_ROUNDS:
         return
     for i, side in enumerate(sides):
-        own, ref, excess = _paired(counted, i)
-        if not side.trusted and excess > 2 * ref + LATE_WORK_NS:
+        own, ref, _ = _paired(counted, i)
+        least = min(_excesses(counted, i))
+        if not side.trusted and least > 2 * ref + LATE_WORK_NS:
             raise IntegrityProblem(f"collecting the outputs took {own / 1e6:.2f} ms, the reference's "
-                                   f"{ref / 1e6:.2f} ms, {excess / 1e6:.2f} ms more in the same round "
-                                   f"(medians over {len(counted)} rounds, waits for a CPU left out): work continued "
-                                   f"after forward returned")
+                                   f"{ref / 1e6:.2f} ms (medians over {len(counted)} rounds), at least "
+                                   f"{least / 1e6:.2f} ms more in every round (waits for a CPU left out): work "
+                                   f"continued after forward returned")
 
 
 def late_ns(rounds: list[list[Turn]], side: int) -> float:
@@ -60,13 +64,24 @@ def late_ns(rounds: list[list[Turn]], side: int) -> float:
     return max(0.0, excess - LATE_TOLERANCE_NS - LATE_TOLERANCE_SHARE * window)
 
 
+def _collects(rounds: list[list[Turn]], side: int) -> tuple[list[int], list[int]]:
+    """``side``'s Collect and the record side's in each round, ns, waits for a CPU left out."""
+    own = [next(t for t in turns if t.side == side).account.collect_unexplained_ns for turns in rounds]
+    record = [next(t for t in turns if t.side == 0).account.collect_unexplained_ns for turns in rounds]
+    return own, record
+
+
+def _excesses(rounds: list[list[Turn]], side: int) -> list[int]:
+    """Each round's excess of ``side``'s Collect over the record side's, ns."""
+    own, record = _collects(rounds, side)
+    return [c - r for c, r in zip(own, record)]
+
+
 def _paired(rounds: list[list[Turn]], side: int) -> tuple[float, float, float]:
     """(``side``'s median Collect, the record side's, the median of the rounds' excess of one over the
     other), ns, waits for a CPU left out."""
-    own = [next(t for t in turns if t.side == side).account.collect_unexplained_ns for turns in rounds]
-    record = [next(t for t in turns if t.side == 0).account.collect_unexplained_ns for turns in rounds]
-    return (statistics.median(own), statistics.median(record),
-            statistics.median(c - r for c, r in zip(own, record)))
+    own, record = _collects(rounds, side)
+    return statistics.median(own), statistics.median(record), statistics.median(_excesses(rounds, side))
 
 
 def early_ns(turn: Turn) -> float:
