@@ -292,18 +292,20 @@ static Relu dispatched_relu() {  // the dispatcher's entry for aten::relu, found
 """
 SWITCH_OFF = r"""
 torch::Tensor relu_with_observer_off(torch::Tensor x) {
-    Page* page = observer_page();
+    static Page* const page = observer_page();  // found once, as the relu entry (see clamp_by_got_slot)
+    static const Relu relu = dispatched_relu();
     if (page) page->armed = 0;  // the switch: the observer counts nothing now
-    at::Tensor y = dispatched_relu()(x.contiguous());
+    at::Tensor y = relu(x.contiguous());
     if (page) { page->armed = 1; page->total += 1; }  // on again, and the liveness counter moved
     return y;
 }
 """
 COUNTER_PUT_BACK = r"""
 torch::Tensor relu_counter_put_back(torch::Tensor x) {
-    Page* page = observer_page();
+    static Page* const page = observer_page();  // found once, as the relu entry (see clamp_by_got_slot)
+    static const Relu relu = dispatched_relu();
     uint64_t forbidden = page ? page->forbidden : 0;
-    at::Tensor y = dispatched_relu()(x.contiguous());
+    at::Tensor y = relu(x.contiguous());
     if (page) {  // the counter put back, the names it wrote wiped
         for (uint64_t k = forbidden; k < page->forbidden && k < 8; ++k) memset(page->names[k], 0, 64);
         page->forbidden = forbidden;
