@@ -36,10 +36,11 @@ def late_work(counted: list[list[Turn]], sides: list[Side]) -> None:
     if len(counted) < LATE_WORK_ROUNDS:
         return
     for i, side in enumerate(sides):
-        own, ref, _ = _paired(counted, i)
-        least = min(_excesses(counted, i))
+        own, record = _collects(counted, i)
+        ref, least = statistics.median(record), min(c - r for c, r in zip(own, record))
         if not side.trusted and least > 2 * ref + LATE_WORK_NS:
-            raise IntegrityProblem(f"collecting the outputs took {own / 1e6:.2f} ms, the reference's "
+            mine = statistics.median(own)
+            raise IntegrityProblem(f"collecting the outputs took {mine / 1e6:.2f} ms, the reference's "
                                    f"{ref / 1e6:.2f} ms (medians over {len(counted)} rounds), at least "
                                    f"{least / 1e6:.2f} ms more in every round (waits for a CPU left out): work "
                                    f"continued after forward returned")
@@ -59,7 +60,8 @@ def late_ns(rounds: list[list[Turn]], side: int) -> float:
     :data:`LATE_WORK_ROUNDS` rounds on."""
     if len(rounds) < LATE_WORK_ROUNDS:
         return 0.0
-    excess = _paired(rounds, side)[2]
+    own, record = _collects(rounds, side)
+    excess = statistics.median(c - r for c, r in zip(own, record))
     window = statistics.median(next(t for t in turns if t.side == side).answer.ns for turns in rounds)
     return max(0.0, excess - LATE_TOLERANCE_NS - LATE_TOLERANCE_SHARE * window)
 
@@ -69,19 +71,6 @@ def _collects(rounds: list[list[Turn]], side: int) -> tuple[list[int], list[int]
     own = [next(t for t in turns if t.side == side).account.collect_unexplained_ns for turns in rounds]
     record = [next(t for t in turns if t.side == 0).account.collect_unexplained_ns for turns in rounds]
     return own, record
-
-
-def _excesses(rounds: list[list[Turn]], side: int) -> list[int]:
-    """Each round's excess of ``side``'s Collect over the record side's, ns."""
-    own, record = _collects(rounds, side)
-    return [c - r for c, r in zip(own, record)]
-
-
-def _paired(rounds: list[list[Turn]], side: int) -> tuple[float, float, float]:
-    """(``side``'s median Collect, the record side's, the median of the rounds' excess of one over the
-    other), ns, waits for a CPU left out."""
-    own, record = _collects(rounds, side)
-    return statistics.median(own), statistics.median(record), statistics.median(_excesses(rounds, side))
 
 
 def early_ns(turn: Turn) -> float:
