@@ -24,7 +24,9 @@ the same moment, one row each:
 0.90-1.10; under ``--burners 2``, every task 0.85-1.15). Where solo and alternating disagree by more
 than 10%, the ``why`` column says what the passive run shows: if it agrees with solo, the disagreement
 is OpenMP interference (two runtimes in one process: the threads of whichever ran last spin while the
-other runs); otherwise it is left as unexplained, with the figures. Where the verifier is outside
+other runs); if solo with the sandbox's allocator moves by more than 10%, it names the side whose
+milliseconds moved (glibc's heap trimmed and grown again around temporaries, measured per call);
+otherwise it is left as unexplained, with the figures. Where the verifier is outside
 0.90-1.10 of solo, it says which measured figure it agrees with (within 10%): solo with the sandbox's
 allocator ("allocator"), solo in the verifier's regime ("inputs from memory"), solo's own spread, or the
 alternating run; else "unexplained".
@@ -131,8 +133,20 @@ def _plain_disagreement(row: dict) -> str:
         return ""
     if abs(row["alt_passive"] / row["solo"] - 1) <= DISAGREE:
         return "OpenMP interference in one process (passive threads agree with solo)"
+    if row.get("solo_alloc") and row.get("alloc_ref_ms") and abs(row["solo_alloc"] / row["solo"] - 1) > DISAGREE:
+        return _allocator_moves_solo(row)
     return (f"plain methods disagree, unexplained: alternating {row['alt']:.2f}x, passive {row['alt_passive']:.2f}x, "
             f"solo {row['solo']:.2f}x")
+
+
+def _allocator_moves_solo(row: dict) -> str:
+    """Solo itself moves with the allocator: say which side moved, by its measured milliseconds."""
+    ref, cand = row["alloc_ref_ms"] / row["ref_ms"], row["alloc_cand_ms"] / row["cand_ms"]
+    side, before, after = (("the reference", row["ref_ms"], row["alloc_ref_ms"]) if abs(ref - 1) >= abs(cand - 1)
+                           else ("the solution", row["cand_ms"], row["alloc_cand_ms"]))
+    return (f"solo follows glibc's allocator: {side} reads {before:.3f} ms a call under its defaults, {after:.3f} ms "
+            f"with the sandbox's allocator (solo {row['solo']:.2f}x against {row['solo_alloc']:.2f}x; alternating "
+            f"{row['alt']:.2f}x, passive {row['alt_passive']:.2f}x)")
 
 
 def _verifier_off(row: dict) -> tuple[str, str]:
@@ -163,7 +177,7 @@ def row_for(build: Path, task, threads: int, settings: VerifySettings, known: di
     source = solution_for(task.task_id, task.source)
     if known:  # the plain figures of an earlier run
         row = {k: known.get(k) for k in ("task_id", "ref_ms", "cand_ms", "solo", "solo_range", "alt", "alt_passive",
-                                         "solo_alloc", "solo_regime", "regime_sets")}
+                                         "solo_alloc", "alloc_ref_ms", "alloc_cand_ms", "solo_regime", "regime_sets")}
     else:
         row = {"task_id": task.task_id, **solo(build, task.task_id, threads, SOLO_RUNS["n"])}
         row["alt"] = plain("alt", build, task.task_id, threads)
@@ -173,8 +187,9 @@ def row_for(build: Path, task, threads: int, settings: VerifySettings, known: di
     if row["verifier"] is not None:
         row["fidelity"] = row["verifier"] / row["solo"]
         off = not 0.90 <= row["fidelity"] <= 1.10
-        if not known and off:  # plain figures of this moment only (never under burners)
-            row["solo_alloc"] = solo(build, task.task_id, threads, SOLO_RUNS["n"], allocator=True)["solo"]
+        if not known and (off or _plain_unexplained(row)):  # plain figures of this moment only (never under burners)
+            alloc = solo(build, task.task_id, threads, SOLO_RUNS["n"], allocator=True)
+            row.update(solo_alloc=alloc["solo"], alloc_ref_ms=alloc["ref_ms"], alloc_cand_ms=alloc["cand_ms"])
         if not known and (off or regime_all):
             row["regime_sets"] = row["calls"]
             row["solo_regime"] = solo(build, task.task_id, threads, SOLO_RUNS["n"], allocator=True,
@@ -183,6 +198,11 @@ def row_for(build: Path, task, threads: int, settings: VerifySettings, known: di
             row["fidelity_regime"] = row["verifier"] / row["solo_regime"]
     row["why"] = why(row)
     return row
+
+
+def _plain_unexplained(row: dict) -> bool:
+    """Solo and alternating disagree and the passive run does not side with solo: the allocator is measured."""
+    return row.get("alt_passive") is not None and abs(row["alt_passive"] / row["solo"] - 1) > DISAGREE
 
 
 def print_row(row: dict) -> None:

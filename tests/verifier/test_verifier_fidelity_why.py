@@ -68,3 +68,21 @@ def test_plain_disagreement_and_verifier_off_are_both_said():
 def test_every_sandbox_process_gets_the_allocator_settings_the_benchmark_names(tmp_path):
     env = clean_env(2, tmp_path, None)
     assert {k: env[k] for k in ALLOCATOR} == ALLOCATOR
+
+
+def test_plain_disagreement_from_the_allocator_names_the_side_whose_milliseconds_moved():
+    """add + LayerNorm + scale on 2026-12-02: the reference's heap trimmed and grown again under glibc's
+    defaults (solo 6.07x, alternating 2.58x, passive 2.05x); under the sandbox's allocator solo read 1.24x."""
+    row = _row(solo=6.07, ref_ms=1.176, cand_ms=0.194, alt=2.58, alt_passive=2.05, verifier=1.48,
+               solo_alloc=1.24, alloc_ref_ms=0.262, alloc_cand_ms=0.211, solo_regime=1.54, regime_sets=30)
+    said = why(row)
+    assert said.startswith("solo follows glibc's allocator: the reference reads 1.176 ms a call under its defaults, "
+                           "0.262 ms with the sandbox's allocator (solo 6.07x against 1.24x; alternating 2.58x, "
+                           "passive 2.05x); inputs from memory: ")
+    assert "unexplained" not in said
+
+
+def test_an_allocator_that_moves_neither_side_leaves_the_plain_disagreement_unexplained():
+    row = _row(solo=2.0, ref_ms=1.0, cand_ms=0.5, alt=1.5, alt_passive=1.5, verifier=1.9,
+               solo_alloc=1.95, alloc_ref_ms=0.98, alloc_cand_ms=0.50)
+    assert why(row).startswith("plain methods disagree, unexplained: alternating 1.50x, passive 1.50x, solo 2.00x")
