@@ -27,6 +27,7 @@ An output that is not row-major, or not larger than its runs, is read whole.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -97,8 +98,8 @@ class Reads:
 
     def starts(self, call: int, layout: TensorLayout) -> np.ndarray | None:
         """The first element (row-major, flat) of each run read of ``layout``, an output of ``call``; None: whole."""
-        numel = int(np.prod(layout.shape, dtype=np.int64))
-        if call in self.whole or call >= len(self.at) or numel <= RUNS * RUN or not _row_major(layout):
+        numel, row_major = _numel_row_major(layout.shape, layout.stride)
+        if call in self.whole or call >= len(self.at) or numel <= RUNS * RUN or not row_major:
             return None
         return (self.at[call] * (numel - RUN + 1)).astype(np.int64)
 
@@ -125,13 +126,16 @@ def sampled_indices(starts: tuple[int, ...]) -> np.ndarray:
     return (np.asarray(starts, np.int64)[:, None] + np.arange(RUN, dtype=np.int64)[None, :]).reshape(-1)
 
 
-def _row_major(layout: TensorLayout) -> bool:
-    step = 1
-    for size, stride in zip(reversed(layout.shape), reversed(layout.stride)):
+@functools.lru_cache(maxsize=4096)
+def _numel_row_major(shape: tuple[int, ...], strides: tuple[int, ...]) -> tuple[int, bool]:
+    """(elements, whether row-major) of a shape and its strides: worked out once per shape (a window repeats them)."""
+    numel, step, row_major = 1, 1, True
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        numel *= size
         if size > 1 and stride != step:
-            return False
+            row_major = False
         step *= max(size, 1)
-    return True
+    return numel, row_major
 
 
 @dataclass
