@@ -73,7 +73,7 @@ def test_every_sandbox_process_gets_the_allocator_settings_the_benchmark_names(t
 def test_plain_disagreement_from_the_allocator_names_the_side_whose_milliseconds_moved():
     """add + LayerNorm + scale on 2026-12-02: the reference's heap trimmed and grown again under glibc's
     defaults (solo 6.07x, alternating 2.58x, passive 2.05x); under the sandbox's allocator solo read 1.24x."""
-    row = _row(solo=6.07, ref_ms=1.176, cand_ms=0.194, alt=2.58, alt_passive=2.05, verifier=1.48,
+    row = _row(solo=6.07, solo_range=[5.9, 6.3], ref_ms=1.176, cand_ms=0.194, alt=2.58, alt_passive=2.05, verifier=1.48,
                solo_alloc=1.24, alloc_ref_ms=0.262, alloc_cand_ms=0.211, solo_regime=1.54, regime_sets=30)
     said = why(row)
     assert said.startswith("solo follows glibc's allocator: the reference reads 1.176 ms a call under its defaults, "
@@ -83,6 +83,14 @@ def test_plain_disagreement_from_the_allocator_names_the_side_whose_milliseconds
 
 
 def test_an_allocator_that_moves_neither_side_leaves_the_plain_disagreement_unexplained():
-    row = _row(solo=2.0, ref_ms=1.0, cand_ms=0.5, alt=1.5, alt_passive=1.5, verifier=1.9,
+    row = _row(solo=2.0, solo_range=[1.95, 2.1], ref_ms=1.0, cand_ms=0.5, alt=1.5, alt_passive=1.5, verifier=1.9,
                solo_alloc=1.95, alloc_ref_ms=0.98, alloc_cand_ms=0.50)
     assert why(row).startswith("plain methods disagree, unexplained: alternating 1.50x, passive 1.50x, solo 2.00x")
+
+
+def test_a_plain_disagreement_within_solos_own_spread_is_said_so_before_the_allocator():
+    """add + LayerNorm + scale at 11:26 on 2026-12-02: solo's runs read 1.32-4.97x (the reference bimodal under
+    glibc's defaults), so neither alternating's 1.52x nor the allocator run's 1.77x stands out of them."""
+    row = _row(solo=1.38, solo_range=[1.32, 4.97], ref_ms=0.383, cand_ms=0.278, alt=1.52, alt_passive=1.54,
+               verifier=1.50, solo_alloc=1.77, alloc_ref_ms=0.390, alloc_cand_ms=0.221)
+    assert why(row) == "solo's own spread: its runs read 1.32-4.97x, alternating 1.52x among them"
