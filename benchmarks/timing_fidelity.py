@@ -126,7 +126,10 @@ def verified(task, source: str, settings: VerifySettings) -> dict:
 
 def why(row: dict) -> str:
     """Why the plain methods disagree (if they do), then why the verifier is off solo (if it is)."""
-    return "; ".join(part for part in (_plain_disagreement(row), _verifier_off(row)[1]) if part)
+    plain, (kind, off) = _plain_disagreement(row), _verifier_off(row)
+    if kind == "spread" and plain.startswith("solo's own spread"):  # one spread holds both
+        return plain.replace(" among them", f" and the verifier {row['verifier']:.2f}x among them")
+    return "; ".join(part for part in (plain, off) if part)
 
 
 def _plain_disagreement(row: dict) -> str:

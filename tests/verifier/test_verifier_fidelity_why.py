@@ -94,3 +94,10 @@ def test_a_plain_disagreement_within_solos_own_spread_is_said_so_before_the_allo
     row = _row(solo=1.38, solo_range=[1.32, 4.97], ref_ms=0.383, cand_ms=0.278, alt=1.52, alt_passive=1.54,
                verifier=1.50, solo_alloc=1.77, alloc_ref_ms=0.390, alloc_cand_ms=0.221)
     assert why(row) == "solo's own spread: its runs read 1.32-4.97x, alternating 1.52x among them"
+
+
+def test_one_spread_holding_alternating_and_the_verifier_is_said_once():
+    """GELU at 11:31 on 2026-12-02: solo's runs 2.86-4.56x, alternating 3.19x, passive 3.21x, verified 2.78x."""
+    row = _row(solo=3.70, solo_range=[2.86, 4.56], ref_ms=10.084, cand_ms=2.729, alt=3.19, alt_passive=3.21,
+               verifier=2.78, solo_alloc=3.88, alloc_ref_ms=10.2, alloc_cand_ms=2.63)
+    assert why(row) == "solo's own spread: its runs read 2.86-4.56x, alternating 3.19x and the verifier 2.78x among them"

@@ -28,6 +28,7 @@ from verifier.seeds import derive_seed
 SAMPLE = 4096  # elements compared per output (every element on the fully checked calls)
 EXTRA_FULL_CHECKS = 2
 RUNS_READ = RUNS * RUN  # the elements of an output read as runs
+BATCH_ROWS = 512  # outputs judged at once (two float64 arrays of 16 MiB each)
 
 
 def mismatch(cand: tuple, ref: tuple, tol: Tolerance, rng: np.random.Generator | None,
@@ -127,8 +128,15 @@ def runs_within(cand, ref, tol: Tolerance) -> frozenset[int]:
         if all(cs is not None and rs is not None and cs.shape == rs.shape and o.size == r.size == RUNS_READ
                for o, r, cs, rs in pairs):
             rows += [(c, o, r) for o, r, _, _ in pairs]
-    if not rows:
-        return frozenset()
+    within = np.concatenate([_rows_within(rows[at:at + BATCH_ROWS], tol) for at in range(0, len(rows), BATCH_ROWS)]) \
+        if rows else np.empty(0, bool)
+    calls = [c for c, _, _ in rows]
+    bad = {c for c, ok in zip(calls, within) if not ok}
+    return frozenset(calls) - bad
+
+
+def _rows_within(rows: list[tuple[int, np.ndarray, np.ndarray]], tol: Tolerance) -> np.ndarray:
+    """Per row (an output read as runs on both sides), whether every element is within tolerance."""
     got, want = np.empty((len(rows), RUNS_READ)), np.empty((len(rows), RUNS_READ))  # float64, as mismatch compares
     for k, (_, o, r) in enumerate(rows):
         got[k], want[k] = o.reshape(-1), r.reshape(-1)
@@ -142,10 +150,7 @@ def runs_within(cand, ref, tol: Tolerance) -> frozenset[int]:
     bound = tol.atol * np.maximum(1.0, want.max(axis=1, initial=0.0))
     want *= tol.rtol
     want += bound[:, None]
-    within = np.less_equal(got, want).all(axis=1)
-    calls = [c for c, _, _ in rows]
-    bad = {c for c, ok in zip(calls, within) if not ok}
-    return frozenset(calls) - bad
+    return np.less_equal(got, want).all(axis=1)
 
 
 def _of(answer, call: int) -> tuple:
