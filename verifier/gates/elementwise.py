@@ -158,3 +158,21 @@ def compare(c: np.ndarray, r: np.ndarray, mask: np.ndarray | None, atol: float, 
         err2 += float(np.einsum("i,i->", dk, dk))  # not np.dot: BLAS's threads wait on a loaded machine
         norm2 += float(np.einsum("i,i->", rk, rk))
     return Comparison(nonfinite_at, bad_at, bad, max_err, float(np.sqrt(err2)), float(np.sqrt(norm2)))
+
+
+def rows_within(got: np.ndarray, want: np.ndarray, atol: float, rtol: float) -> np.ndarray:
+    """Per row of two float64 (rows, n) arrays, whether :func:`compare` finds no element out of tolerance
+    (``bad_at is None``, no mask): the same scale per row (its largest finite reference magnitude, at least 1),
+    the same test on the same float64 values. For many small outputs at once (a timed window's samples,
+    verifier.monitor.output_checks); both arrays are overwritten."""
+    finite = np.isfinite(want)
+    if not finite.all():  # elements where the reference is not finite are not compared (0 on both sides)
+        got[~finite], want[~finite] = 0.0, 0.0
+    with np.errstate(invalid="ignore"):
+        got -= want  # NaN where the candidate is not finite: out of tolerance
+    np.abs(got, out=got)
+    np.abs(want, out=want)
+    bound = atol * np.maximum(1.0, want.max(axis=1, initial=0.0))
+    want *= rtol
+    want += bound[:, None]
+    return np.less_equal(got, want).all(axis=1)

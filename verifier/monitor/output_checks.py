@@ -140,17 +140,7 @@ def _rows_within(rows: list[tuple[int, np.ndarray, np.ndarray]], tol: Tolerance)
     got, want = np.empty((len(rows), RUNS_READ)), np.empty((len(rows), RUNS_READ))  # float64, as mismatch compares
     for k, (_, o, r) in enumerate(rows):
         got[k], want[k] = o.reshape(-1), r.reshape(-1)
-    finite = np.isfinite(want)
-    if not finite.all():  # elements where the reference is not finite are not compared (0 on both sides)
-        got[~finite], want[~finite] = 0.0, 0.0
-    with np.errstate(invalid="ignore"):
-        got -= want  # NaN where the candidate is not finite: out of tolerance
-    np.abs(got, out=got)
-    np.abs(want, out=want)
-    bound = tol.atol * np.maximum(1.0, want.max(axis=1, initial=0.0))
-    want *= tol.rtol
-    want += bound[:, None]
-    return np.less_equal(got, want).all(axis=1)
+    return elementwise.rows_within(got, want, tol.atol, tol.rtol)
 
 
 def _of(answer, call: int) -> tuple:
