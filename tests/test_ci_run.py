@@ -40,3 +40,14 @@ def test_ci_calls_the_readme_test_command_in_a_fresh_home(tmp_path):
     assert "not-empty" not in result.stdout
     assert Path(seen["home"]) != user_home and seen["cache"] and not Path(seen["home"]).exists()  # removed after
     assert seen["pip"] == str(user_home / ".config" / "pip" / "pip.conf")
+
+
+def test_every_module_handed_out_first_exists():
+    """tests/scheduling.py's SLOW_FIRST names test modules by path: a renamed or removed one would silently
+    stop being handed out first, and the two workers would no longer finish together."""
+    from scheduling import SLOW_FIRST
+
+    tests = [str(p.relative_to(ROOT)) for p in (ROOT / "tests").rglob("test_*.py")]
+    missing = [prefix for prefix in SLOW_FIRST if not any(t.startswith(prefix) for t in tests)]
+    assert not missing, missing
+    assert len(set(SLOW_FIRST)) == len(SLOW_FIRST)
