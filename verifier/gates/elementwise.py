@@ -144,12 +144,7 @@ def compare(c: np.ndarray, r: np.ndarray, mask: np.ndarray | None, atol: float, 
         if not m.all():  # elements not compared count as 0 on both sides
             np.copyto(dk, 0.0, where=~m)
             np.copyto(rk, 0.0, where=~m)
-        dk -= rk
-        np.abs(dk, out=dk)
-        np.abs(rk, out=lk)
-        lk *= rtol
-        lk += bound
-        within = np.less_equal(dk, lk)  # a NaN difference is out of tolerance
+        within = _within(dk, rk, lk, bound, rtol)
         count = n - int(np.count_nonzero(within))
         if count and bad_at is None:
             bad_at = start + int(np.argmin(within))
@@ -168,11 +163,18 @@ def rows_within(got: np.ndarray, want: np.ndarray, atol: float, rtol: float) -> 
     finite = np.isfinite(want)
     if not finite.all():  # elements where the reference is not finite are not compared (0 on both sides)
         got[~finite], want[~finite] = 0.0, 0.0
-    with np.errstate(invalid="ignore"):
-        got -= want  # NaN where the candidate is not finite: out of tolerance
-    np.abs(got, out=got)
-    np.abs(want, out=want)
-    bound = atol * np.maximum(1.0, want.max(axis=1, initial=0.0))
-    want *= rtol
-    want += bound[:, None]
-    return np.less_equal(got, want).all(axis=1)
+    bound = atol * np.maximum(1.0, np.abs(want).max(axis=1, initial=0.0))
+    with np.errstate(invalid="ignore"):  # NaN where the candidate is not finite: out of tolerance
+        return _within(got, want, want, bound[:, None], rtol).all(axis=1)
+
+
+def _within(diff: np.ndarray, ref: np.ndarray, limit: np.ndarray, bound, rtol: float) -> np.ndarray:
+    """The tolerance test of :func:`compare` and :func:`rows_within`, in place: ``diff`` (the candidate's values)
+    becomes ``|diff - ref|`` and ``limit`` (which may be ``ref`` itself) ``bound + rtol * |ref|``; True where the
+    first is within the second (a NaN difference is not). ``bound``: atol times the scale (a scalar, or a column)."""
+    diff -= ref
+    np.abs(diff, out=diff)
+    np.abs(ref, out=limit)
+    limit *= rtol
+    limit += bound
+    return np.less_equal(diff, limit)
