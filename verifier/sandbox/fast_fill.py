@@ -5,9 +5,10 @@ Every call of a timed window needs an input set of its own, and a task's ``get_i
 torch's CPU generator: a scalar Mersenne Twister, ~5 ns an element for ``randn`` and ~7 for ``rand`` on
 the machine this was measured on. For a memory-bound kernel that is several times the call itself, so
 drawing was the largest part of a verification's seconds (``benchmarks/verify_speed``). ``native/fill.c``
-fills float32 memory with uniform or normal values from a seed at ~1.65 ns an element for normals and
-~0.9 for uniforms (vectorised xoshiro256+; torch's own 24-bit floats and its Box-Muller pairing of
-element j with j + 8 in every 16-element block, so a set drawn here is shaped like one torch drew).
+fills float32 memory with uniform or normal values from a seed at ~1.2 ns an element for normals and
+~0.2 for uniforms (one thread; vectorised xoshiro128+ and polynomial logarithm, cosine and sine; torch's own
+24-bit floats and its Box-Muller pairing of element j with j + 8 in every 16-element block, so a set drawn
+here is shaped like one torch drew).
 
 Only the timed sets use it: the trial plan's sets (the audits, the float64 check) keep torch's global
 generator, bit for bit. A timed set's values need only the task's distribution and freshness (a kernel
@@ -61,7 +62,7 @@ def _cpu_flags() -> frozenset[str]:
 def _flags() -> list[str]:
     flags = ["-O3", "-ffast-math", "-fopenmp-simd", "-fPIC", "-w"]  # compile only: linked without -ffast-math
     if platform.machine() in ("x86_64", "AMD64") and {"avx2", "fma"} <= _cpu_flags():
-        flags += ["-mavx2", "-mfma"]  # libmvec's 8-wide logf/cosf
+        flags += ["-mavx2", "-mfma"]  # 8 lanes a register, fused multiply-adds
     return flags
 
 
