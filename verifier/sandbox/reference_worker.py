@@ -27,6 +27,7 @@ References are computed on the CPU, in the task's dtype and in float64.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import sys
 import time
@@ -44,6 +45,7 @@ from verifier.seeds import derive_seed
 CHECKED_IN_FLOAT64 = ("check",)  # trial kinds the float64 check reads (the perturbation probe repeats trial 0)
 MAX_IN = 64 << 20
 FOREVER = 7 * 24 * 3600.0
+HELD_HEAP_MOST = 512 << 20  # freed heap a worker keeps mapped for its task's next verification (verifier.monitor.pool)
 
 
 def trivial_errors(ref: np.ndarray, inputs: list) -> dict[str, float]:
@@ -236,14 +238,34 @@ def _one_thread() -> None:
 
 
 def _trim_heap() -> None:
-    """Hand the freed heap back to the system (the sandbox's allocator keeps it: a high trim threshold),
-    so that a held worker does not keep its last task's memory and starts the next like a fresh one."""
-    import ctypes
-
+    """Hand the freed heap back to the system (the sandbox's allocator keeps it: a high trim threshold) when
+    it holds more than :data:`HELD_HEAP_MOST`, so that a held worker does not sit on a large task's memory.
+    Up to that it stays mapped: the worker is reused only for its task's next verification, whose latency
+    phase grows the heap to the same windows of outputs again (verifier.sandbox.serve.CallServer.grow_heap),
+    then on pages already faulted in (about 1 ms a MB each time otherwise)."""
     try:
-        ctypes.CDLL(None).malloc_trim(0)
+        libc = ctypes.CDLL(None)
+        free = _free_heap_bytes(libc)
+        if free is not None and free <= HELD_HEAP_MOST:
+            return
+        libc.malloc_trim(0)
     except (OSError, AttributeError):  # not glibc
         pass
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                                     "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def _free_heap_bytes(libc) -> int | None:
+    """The bytes free in the allocator's arenas (glibc's ``mallinfo2().fordblks``); None where it has none."""
+    try:
+        mallinfo2 = libc.mallinfo2
+    except AttributeError:  # glibc before 2.33, or another libc
+        return None
+    mallinfo2.restype = _MallInfo2
+    return int(mallinfo2().fordblks)
 
 
 def msg_fp64_empty():
