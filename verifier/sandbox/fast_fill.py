@@ -140,9 +140,10 @@ _FACTORY_KWARGS = frozenset({"dtype", "device", "layout", "requires_grad", "pin_
 _LIKE_KWARGS = frozenset({"dtype", "device", "layout", "requires_grad", "memory_format"})
 
 
-def stand_in(fill: Fill, func, args: tuple, kwargs: dict, seed: int):
+def stand_in(fill: Fill, func, args: tuple, kwargs: dict, seed: int, alloc=None):
     """``func(*args, **kwargs)`` computed with ``fill``, or None where it is not one of the calls stood in
-    for (the caller then calls torch)."""
+    for (the caller then calls torch). ``alloc(shape)``: where a new float32 tensor is filled (a place in the
+    arena the set is drawn into: verifier.sandbox.drawing.ArenaSlots), or None for a tensor of its own."""
     import torch
 
     normal = func in (torch.randn, torch.randn_like, torch.Tensor.normal_)
@@ -151,7 +152,7 @@ def stand_in(fill: Fill, func, args: tuple, kwargs: dict, seed: int):
         if size is None or not set(kwargs) <= _FACTORY_KWARGS or not _plain_cpu(kwargs) or kwargs.get("pin_memory"):
             return None
         dtype = kwargs.get("dtype") or torch.get_default_dtype()
-        out = _filled(fill, size, dtype, normal, seed)
+        out = _filled(fill, size, dtype, normal, seed, alloc)
         return out.requires_grad_() if out is not None and kwargs.get("requires_grad") else out
     if func in (torch.randn_like, torch.rand_like):
         if len(args) != 1 or not set(kwargs) <= _LIKE_KWARGS or not _plain_cpu(kwargs):
@@ -162,7 +163,7 @@ def stand_in(fill: Fill, func, args: tuple, kwargs: dict, seed: int):
                 or memory_format not in (torch.preserve_format, torch.contiguous_format)
                 or not like.is_contiguous()):
             return None
-        out = _filled(fill, tuple(like.shape), kwargs.get("dtype") or like.dtype, normal, seed)
+        out = _filled(fill, tuple(like.shape), kwargs.get("dtype") or like.dtype, normal, seed, alloc)
         return out.requires_grad_() if out is not None and kwargs.get("requires_grad") else out
     if func in (torch.Tensor.normal_, torch.Tensor.uniform_):
         return _in_place(fill, args, kwargs, normal, seed)
@@ -196,12 +197,14 @@ def _plain_cpu(kwargs: dict) -> bool:
     return (device is None or torch.device(device).type == "cpu") and layout in (None, torch.strided)
 
 
-def _filled(fill: Fill, size: tuple[int, ...], dtype, normal: bool, seed: int):
+def _filled(fill: Fill, size: tuple[int, ...], dtype, normal: bool, seed: int, alloc=None):
     import torch
 
     if dtype != torch.float32 or (normal and math.prod(size) < NORMAL_MIN):
         return None
-    out = torch.empty(size, dtype=torch.float32)
+    out = alloc(size) if alloc is not None else None
+    if out is None:
+        out = torch.empty(size, dtype=torch.float32)
     fill.fill(out, normal, seed)
     return out
 

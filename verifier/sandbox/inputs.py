@@ -77,14 +77,15 @@ def make_inputs(problem: Problem, seed: int, trial: Trial, fill=None) -> list:
     return [redraw(x, trial.distribution, gen, normal) for x in raw]
 
 
-def timed_inputs(problem: Problem, seed: int, index: int, fill=None) -> list:
+def timed_inputs(problem: Problem, seed: int, index: int, fill=None, slots=None) -> list:
     """A timed call's inputs: the task's own ``get_inputs()``, its random calls drawing from a generator
     of their own seeded from (``seed``, ``index``) (verifier.sandbox.drawing: sets drawn on two threads
-    at once; ``fill``: verifier.sandbox.fast_fill's library, where loaded), floats cast to the task's dtype."""
+    at once; ``fill``: verifier.sandbox.fast_fill's library, where loaded, filling into ``slots`` where
+    given), floats cast to the task's dtype."""
     from verifier.sandbox.drawing import timed_set
 
     return [instantiate.cast(x, problem.dtype)
-            for x in timed_set(problem.module.get_inputs, derive_seed(seed, "inputs", index), fill)]
+            for x in timed_set(problem.module.get_inputs, derive_seed(seed, "inputs", index), fill, slots)]
 
 
 def perturb_in_place(inputs: list, seed: int, fraction: float = PERTURB_FRACTION, tag: str = "perturb") -> None:

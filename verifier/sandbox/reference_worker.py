@@ -195,7 +195,7 @@ class Worker:
         import torch
 
         from verifier.sandbox import values as wire
-        from verifier.sandbox.drawing import Drawers
+        from verifier.sandbox.drawing import ArenaSlots, Drawers, place
         from verifier.sandbox.torch_values import _view as view
 
         if not isinstance(request, msg.Draw) or not isinstance(request.items, list) or len(request.items) > 4096:
@@ -205,28 +205,31 @@ class Worker:
             raise ValueError("draw into an arena never attached")
         base = torch.frombuffer(into.map, dtype=torch.uint8)
 
-        def job(index: int, timing: bool, start: int) -> Callable[[], list]:
-            def place() -> list:
-                spec, placed, _ = wire.layout_spec(_shaped(self.draw(index, timing)), start)
-                for layout, value in placed:
-                    view(base, layout).copy_(value.payload)
+        def job(index: int, timing: bool, start: int, end: int) -> Callable[[], list]:
+            def drawn() -> list:
+                slots = ArenaSlots(base, start, end) if timing and self.fill is not None else None
+                spec, placed, _ = wire.layout_spec(_shaped(self.draw(index, timing, slots)), start)
+                place(base, placed, view)
                 return spec
-            return place
+            return drawn
 
-        jobs = [(bool(timing), job(int(index), bool(timing), int(start))) for index, timing, start in request.items]
+        starts = sorted(int(start) for _, _, start in request.items) + [len(into.map)]
+        ends = {start: after for start, after in zip(starts, starts[1:])}
+        jobs = [(bool(timing), job(int(index), bool(timing), int(start), ends[int(start)]))
+                for index, timing, start in request.items]
         if self._drawers is None:
             self._drawers = Drawers()
         trials, timed = self._drawers.draw([j for t, j in jobs if not t], [j for t, j in jobs if t])
         trials, timed = iter(trials), iter(timed)
         self.send(msg.Drawn([next(timed) if t else next(trials) for t, _ in jobs]))
 
-    def draw(self, index: int, timing: bool) -> list:
+    def draw(self, index: int, timing: bool, slots=None) -> list:
         if not timing:
             trial = self.plan[index]
             inputs = self.trial_inputs.get(trial)
             self.trial_inputs.served(trial)
             return inputs
-        return self.inp.timed_inputs(self.problem, derive_seed(self.cfg.input_seed, "timing"), index, self.fill)
+        return self.inp.timed_inputs(self.problem, derive_seed(self.cfg.input_seed, "timing"), index, self.fill, slots)
 
 
 def _one_thread() -> None:
