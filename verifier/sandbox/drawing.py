@@ -35,8 +35,8 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 from verifier.sandbox.arena import align
-from verifier.sandbox.arena import place as place_in_page
 from verifier.sandbox.fast_fill import Fill, call_seed, stand_in
+from verifier.sandbox.values import next_place
 
 THREADS = 2
 
@@ -107,11 +107,11 @@ class ArenaSlots:
 
     def __call__(self, shape: tuple[int, ...]) -> torch.Tensor | None:
         span = math.prod(shape) * 4  # float32: the only dtype the fill writes
-        offset = place_in_page(self.offset, span)
+        offset, after = next_place(self.offset, span)
         if offset + span > self.end:
             self.offset = self.end
             return None
-        self.offset = align(offset + max(span, 1))
+        self.offset = after
         return self.base[offset: offset + span].view(torch.float32).view(shape)
 
 

@@ -133,6 +133,13 @@ def layout_spec(values: list, start: int = 0) -> tuple[list, list[tuple[TensorLa
     return spec, placer.placed, placer.offset
 
 
+def next_place(offset: int, span: int) -> tuple[int, int]:
+    """(where a contiguous tensor of ``span`` bytes goes at or after ``offset``, where the next one may start):
+    the place :func:`layout_spec` gives each tensor in turn (verifier.sandbox.drawing.ArenaSlots fills there)."""
+    at = place(offset, span)
+    return at, align(at + max(span, 1))
+
+
 class _Placer:
     """The walk of :func:`layout_spec`. A class, not a closure: a nested function that calls itself is a
     reference cycle (the function and its own cell), and it would keep ``placed`` (a round's drawn input
@@ -149,9 +156,9 @@ class _Placer:
         for v in items:
             if isinstance(v, (HostTensor, Shaped)):
                 layout = TensorLayout(0, tuple(v.shape), contiguous_stride(tuple(v.shape)), v.dtype)
-                layout = replace(layout, offset=place(self.offset, layout.span()))
+                at, self.offset = next_place(self.offset, layout.span())
+                layout = replace(layout, offset=at)
                 self.placed.append((layout, v))
-                self.offset = align(layout.offset + max(layout.span(), 1))
                 out.append({"t": "tensor", **layout.to_json()})
             else:
                 out.append(_plain(v, lambda inner: self.walk(inner, depth + 1)))
