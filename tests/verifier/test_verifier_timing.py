@@ -131,6 +131,33 @@ def test_every_trial_is_drawn_once_and_each_copy_is_what_drawing_again_gives(tri
     assert base.index in kept.kept
 
 
+def test_the_monitors_draw_of_a_trial_hands_over_the_kept_draw_once_no_other_trial_needs_it(trial_fill):
+    """take (the reference worker's Draw of a trial for the monitor) gives what inputs_for gives; the last
+    trial built on a kept draw gets that draw itself, not a copy, and it is no longer kept; one that another
+    trial still needs is copied, so the one after it still meets the draw as made."""
+    problem, seed = inp.load_problem(SHARED), 4321
+    plan = inp.plan(5)
+    kept = inp.TrialInputs(problem, seed, plan, fill=trial_fill)
+    for trial in plan:  # the trial phase: every draw made and kept
+        kept.get(trial)[0].add_(1.0)
+    base = next(t for t in plan if t.kind == "audit")
+    near = next(t for t in plan if t.distribution == "near-duplicate")
+    stored = kept.kept[base.index]
+    first = kept.take(base)  # the near-duplicate still needs the draw: a copy
+    assert first[0].data_ptr() != stored[0].data_ptr() and kept.kept[base.index] is stored
+    assert torch.equal(first[0], inp.inputs_for(problem, seed, base, trial_fill)[0])
+    first[0].add_(1.0)
+    second = kept.take(near)  # the last one built on it: the kept draw itself, shuffled in place
+    assert second[0].data_ptr() == stored[0].data_ptr() and base.index not in kept.kept
+    for trial in plan:
+        if trial not in (base, near):
+            got = kept.take(trial)
+            fresh = inp.inputs_for(problem, seed, trial, trial_fill)
+            assert torch.equal(got[0], fresh[0]) and torch.equal(got[1], fresh[1]) and got[2] == fresh[2]
+    assert torch.equal(second[0], inp.inputs_for(problem, seed, near, trial_fill)[0])
+    assert kept.kept == {}
+
+
 # A thread the candidate leaves behind, started in ModelNew's constructor (so it is part of the runner's
 # baseline, never "extra"): it spins in user space, or inside one long system call at a time (faulting
 # in fresh pages with MADV_POPULATE_WRITE, which SIGSTOP does not interrupt). The static policy would

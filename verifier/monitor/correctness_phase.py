@@ -53,13 +53,14 @@ class Peers:
     outside: OutsideWatch | None = None  # the runner's CPU samples, read from the OS (None: perf unavailable)
 
     def stage(self, index: int) -> tuple[list, int]:
-        """Trial ``index``'s inputs drawn by the reference worker and copied, by the monitor, into the
-        runner's arena; (their spec, the bytes they span)."""
+        """Trial ``index``'s inputs drawn by the reference worker and copied, by the monitor, from its arena
+        into the runner's (one copy, no buffer between: a trial's calls are untimed, so no cache state needs
+        making alike; a bytes copy of an 8M-element input faulted 32 MiB of fresh pages in the monitor on every
+        trial); (their spec, the bytes they span)."""
         (spec,) = self.reference.draw([(index, False, 0)], time.monotonic() + self.machine_s)
         span = _span(spec)
-        data = self.reference_arena.map[:span]
-        self.runner_arena.map[:span] = data
-        self.reference_arena.map[:span] = data  # both sides' inputs last written by the monitor (same cache state)
+        with memoryview(self.reference_arena.map) as drawn:
+            self.runner_arena.map[:span] = drawn[:span]
         return spec, span
 
     def candidate(self, sets: list[list], during: str) -> Answer:

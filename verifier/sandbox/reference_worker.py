@@ -225,10 +225,7 @@ class Worker:
 
     def draw(self, index: int, timing: bool, slots=None) -> list:
         if not timing:
-            trial = self.plan[index]
-            inputs = self.trial_inputs.get(trial)
-            self.trial_inputs.served(trial)
-            return inputs
+            return self.trial_inputs.take(self.plan[index])
         return self.inp.timed_inputs(self.problem, derive_seed(self.cfg.input_seed, "timing"), index, self.fill, slots)
 
 
