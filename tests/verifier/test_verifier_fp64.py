@@ -190,6 +190,35 @@ def test_the_float64_copy_gives_corrections_and_work_per_output_element():
     assert model.weight.dtype == torch.float32  # the task-dtype model is untouched
 
 
+def test_trial_after_trial_the_float64_inputs_reuse_their_buffers_and_the_corrections_stay_exact():
+    """A contiguous input is upcast into a buffer kept for its place and shape (no fresh float64 copy per
+    trial); a model that works on its inputs in place still meets each trial's own values, and a strided
+    input keeps its layout (converted as Tensor.to converts it)."""
+    import torch
+
+    from verifier.sandbox.fp64_reference import Fp64Model
+
+    class InPlace(torch.nn.Module):
+        def forward(self, x, xt):
+            return x.mul_(2.0).add_(xt).sum(dim=1)
+
+    wide = Fp64Model(InPlace())
+    buffers = set()
+    for seed in range(3):
+        torch.manual_seed(seed)
+        x = torch.randn(32, 16)
+        xt = torch.randn(16, 32).t()  # strided: the same layout in float64
+        expected = (x.double() * 2 + xt.double()).sum(dim=1)
+        out = InPlace()(x.clone(), xt).float()
+        ref = wide.reference([x, xt], [out])
+        assert ref.note == "" and torch.equal(x, x.clone())  # the task-dtype inputs are never written
+        np.testing.assert_allclose(out.double().numpy() + ref.corrections[0], expected.numpy(), rtol=0, atol=1e-12)
+        upcast = wide._upcast([x, xt])
+        assert not upcast[1].is_contiguous() and upcast[1].stride() == xt.stride()
+        buffers.add(upcast[0].data_ptr())
+    assert len(buffers) == 1
+
+
 def test_a_model_too_large_to_copy_in_float64_skips_the_check(monkeypatch):
     import torch
 

@@ -33,6 +33,7 @@ MAX_COPY_BYTES = 2 << 30  # the float64 copy of the parameters; larger models sk
 class Fp64Model:
     def __init__(self, model: torch.nn.Module) -> None:
         self.note = ""
+        self._wide_inputs: dict[tuple, torch.Tensor] = {}  # float64 input buffers, reused trial after trial
         self.params = sum(t.numel() for t in _floats(list(model.parameters()) + list(model.buffers())))
         if self.params * 8 > MAX_COPY_BYTES:
             self.model, self.note = None, f"the float64 copy of the parameters would take {self.params * 8 / 2**30:.1f} GiB"
@@ -41,6 +42,25 @@ class Fp64Model:
             self.model: torch.nn.Module | None = copy.deepcopy(model).to(torch.float64)
         except Exception as exc:  # noqa: BLE001 - any failure only switches the check off
             self.model, self.note = None, f"no float64 copy of the model: {type(exc).__name__}: {exc}"[:300]
+
+    def _upcast(self, inputs: list) -> list:
+        """Float64 copies of the floating inputs. A contiguous one is copied into a float64 buffer kept for
+        its place in the list and its shape: a task's check trials have inputs of the same shapes, and a
+        fresh float64 copy of an 8M-element input faulted 64 MiB of new pages in on every one of them (the
+        sandbox's allocator maps each block of 32 MiB or more afresh). Any other input (strided, float64
+        already, needing grad) is converted as ``Tensor.to`` converts it, its layout kept."""
+        upcast = []
+        for i, x in enumerate(inputs):
+            if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+                upcast.append(x)
+            elif x.dtype == torch.float64 or x.requires_grad or not x.is_contiguous():
+                upcast.append(x.to(torch.float64))
+            else:
+                key = (i, tuple(x.shape), x.device)
+                if key not in self._wide_inputs:
+                    self._wide_inputs[key] = torch.empty(x.shape, dtype=torch.float64, device=x.device)
+                upcast.append(self._wide_inputs[key].copy_(x))
+        return upcast
 
     def disable(self, why: str) -> None:
         """No float64 run from now on (e.g. a reference whose forward draws random numbers: its
@@ -52,7 +72,7 @@ class Fp64Model:
         """Corrections for the task-dtype ``outputs`` of ``inputs`` (or a note saying why none)."""
         if self.model is None:
             return Fp64Reference(note=self.note)
-        upcast = [x.to(torch.float64) if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
+        upcast = self._upcast(inputs)
         try:
             with torch.no_grad():
                 result = self.model(*upcast)
