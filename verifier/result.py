@@ -68,6 +68,7 @@ class LatencyResult:
     untrusted_reason: str = ""  # machine's outcome, never a kernel's score: evokernel.agent.attribution)
     priority: str = ""  # "raised" (the timed processes first in line for a CPU), or why not
     window_fixed_ms: float = 0.0  # what every window cost besides its calls (an empty window), subtracted
+    window_cold_ms: float = 0.0  # what a window's first call took beyond the others (its threads woken), subtracted
     late_ms: float = 0.0  # what collecting the candidate's outputs took beyond the reference's, per window: added
     early_ms: float = 0.0  # what the candidate computed before its clock started, per window on average: added
     time: LatencyTime | None = None  # where the gate's own seconds went

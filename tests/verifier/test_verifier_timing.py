@@ -241,6 +241,8 @@ def test_a_thread_spinning_in_user_space_is_stopped_with_its_process_and_gains_n
     assert honest.passed, honest.feedback
     # every window's fixed cost, taken off its calls, was measured by the reference's empty windows
     assert 0.0 < honest.latency.window_fixed_ms < 20.0, honest.latency
+    # and what a window's first call took beyond the rest (its threads woken), by the reference's own clock
+    assert 0.0 <= honest.latency.window_cold_ms < 5.0, honest.latency
     if not honest.latency.trusted:  # a figure the verifier itself does not stand behind compares nothing
         pytest.skip(f"the machine was too busy to compare speeds: {honest.latency.untrusted_reason}")
     # stopped while the reference is timed, it only competes with its own kernel: never faster than honest,
@@ -427,6 +429,40 @@ def test_windows_are_sized_from_calls_less_the_fixed_cost():
     lone = Turn(0, Answer((), (), 400_000, 1, calls=1), TurnAccount(0, 0, (0,), 0, 0))  # 0.1 ms + 0.3 ms fixed
     assert calls_per_window([lone], 10.0, 256) == 25  # the fixed cost unknown: a quarter of the window
     assert calls_per_window([replace(lone, empty_ns=300_000)], 10.0, 256) == 100
+
+
+def test_a_windows_first_call_excess_is_what_it_took_beyond_the_median_call():
+    from verifier.sandbox.serve import first_call_excess
+
+    assert first_call_excess([0, 500, 600, 700, 800]) == 400  # 500 against 100, 100, 100
+    assert first_call_excess([0, 100, 250, 350, 450]) == 0  # a first call faster than the rest: nothing
+    assert first_call_excess([0, 900, 1000]) == 0  # two calls: no median of the others to speak of
+
+
+def test_only_the_reference_workers_first_call_excess_is_taken_off_and_from_every_side_alike():
+    """The record side (the trusted reference worker) says what its windows' first calls took beyond their
+    median call; the median of that is taken off every side's windows, as the fixed cost is. A runner's
+    figure is never read: a candidate that claims a huge excess gains nothing by it."""
+    from verifier.monitor.ledger import TurnAccount
+    from verifier.monitor.peers import Answer
+    from verifier.monitor.rounds import Turn
+    from verifier.monitor.timing import TimingPlan, _measurement
+    from verifier.monitor.window_size import cold_cost
+    from types import SimpleNamespace
+
+    def turn(side: int, ns: int, excess: int, calls: int = 40) -> Turn:
+        return Turn(side, Answer((), (), ns, calls, calls=calls, first_call_excess_ns=excess),
+                    TurnAccount(0, 0, (0, 0), 0, 0))
+
+    rounds = [[turn(0, 10_200_000, 200_000 + 10_000 * k), turn(1, 5_200_000, 9_000_000)] for k in range(5)]
+    assert cold_cost([t for r in rounds for t in r]) == 220_000  # the reference's median; the runner's 9 ms ignored
+    assert cold_cost([turn(0, 900_000, 500_000, calls=2)]) == 0.0  # windows of fewer than three calls say nothing
+    plan = TimingPlan(5, 40.0, 256, 1, 5, 500, 50.0)
+    sides = [SimpleNamespace(trusted=True), SimpleNamespace(trusted=False)]
+    measured = _measurement(rounds, [], sides, 40, [], "raised", plan, 0.0, cold_cost([t for r in rounds for t in r]))
+    assert measured.times[0][0] == pytest.approx((10_200_000 - 220_000) / 40 / 1e6)
+    assert measured.times[1][0] == pytest.approx((5_200_000 - 220_000) / 40 / 1e6)
+    assert measured.facts().cold_ms == pytest.approx(0.22)
 
 
 def test_a_windows_fixed_cost_is_taken_off_its_calls_never_below_a_tenth_of_it():

@@ -54,6 +54,7 @@ class WindowFacts:
     untrusted_reason: str = ""
     priority: str = ""
     fixed_ms: float = 0.0  # the empty window's time, subtracted from every window
+    cold_ms: float = 0.0  # the reference's first call of a window beyond its median call, subtracted from every window
     late_ms: float = 0.0  # the candidate's collect beyond the reference's, per window, added to its calls' time
     early_ms: float = 0.0  # what the candidate computed before its clock started, per window on average, added
 
@@ -117,7 +118,8 @@ def summarise(times: PairedTimes, resamples: int, bound: float, seed: int = 0, w
                          roofline=roof, note=note, calls_per_window=facts.calls_per_window,
                          rounds_retimed=facts.rounds_retimed, trusted=trusted,
                          untrusted_reason=untrusted_reason, priority=facts.priority,
-                         window_fixed_ms=facts.fixed_ms, late_ms=facts.late_ms, early_ms=facts.early_ms)
+                         window_fixed_ms=facts.fixed_ms, window_cold_ms=facts.cold_ms, late_ms=facts.late_ms,
+                         early_ms=facts.early_ms)
 
 
 def latency_gate(result: LatencyResult, seconds: float) -> GateResult:

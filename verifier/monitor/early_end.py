@@ -37,7 +37,8 @@ def settled(counted: list[list[Turn]], sides: list[Side], timing: "TimingPlan", 
     so that more rounds would not change the figure a user reads (a quiet machine, a steady kernel)."""
     if timing.settle_rounds <= 0 or timing.settle_ci <= 0:
         return False
-    fixed = window_size.fixed_cost([t for turns in counted for t in turns])
+    turns_so_far = [t for turns in counted for t in turns]
+    fixed = window_size.fixed_cost(turns_so_far) + window_size.cold_cost(turns_so_far)
     per_side = [[next(t for t in turns if t.side == i).ms_per_call_less(fixed) for turns in counted]
                 for i in range(len(sides))]
     record = np.asarray(per_side[0])

@@ -53,6 +53,8 @@ class Answer:
     # the monitor once the peer is stopped (:func:`read_described`), ``outputs`` empty until then
     sampled: tuple[tuple[Sampled | None, ...], ...] = ()  # per call, per output: read as runs (the output is
     # their elements), or None (read whole); empty: every output whole
+    first_call_excess_ns: int = 0  # what the peer says its first call took beyond its median call (trusted
+    # only from the reference worker: verifier.monitor.window_size.cold_cost)
 
     def settled(self) -> "Answer":
         """The answer without its outputs (checked; borrowed views of an arena must not outlive the round)."""
@@ -120,12 +122,13 @@ def run(process: Sandboxed, arena: Arena, calls: int, out_start: int, deadline: 
         collected = _expect(process, msg.Collect(out_start, describe), deadline,
                             msg.Described if describe else msg.Collected, during)
         marks += [mark()] if mark else []
+    excess = max(0, int(ran.first_call_excess_ns))
     if describe:
         return Answer((), (), ns, max(0, int(collected.native_calls)), collected.note[:2000], tuple(marks), calls,
-                      collected.outputs)
+                      collected.outputs, first_call_excess_ns=excess)
     outputs, dtypes = read_outputs(arena, collected.outputs, out_start, calls, during, borrow)
     return Answer(outputs, dtypes, ns, max(0, int(collected.native_calls)), collected.note[:2000], tuple(marks),
-                  calls)
+                  calls, first_call_excess_ns=excess)
 
 
 def read_described(remote: RemoteOutputs, answer: Answer, arena: Arena, out_start: int, during: str,

@@ -105,6 +105,7 @@ class Measurement:
     trusted: bool
     untrusted_reason: str
     fixed_ms: float = 0.0  # the record side's median empty window, subtracted from every window
+    cold_ms: float = 0.0  # the record side's median first-call excess (window_size.cold_cost), subtracted too
     spent: Spent = field(default_factory=Spent)  # where the rounds' wall-clock time went
     late_ms: tuple[float, ...] = ()  # per side, what its collect took beyond the record side's, charged to its windows
     early_ms: tuple[float, ...] = ()  # per side, what it computed before its clock, a window on average, charged
@@ -113,7 +114,7 @@ class Measurement:
         late = self.late_ms[side] if side < len(self.late_ms) else 0.0
         early = self.early_ms[side] if side < len(self.early_ms) else 0.0
         return WindowFacts(self.calls, self.retimed, self.trusted, self.untrusted_reason, self.priority,
-                           self.fixed_ms, late, early)
+                           self.fixed_ms, self.cold_ms, late, early)
 
 
 def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan, tol: Tolerance, seed: int,
@@ -146,7 +147,8 @@ def measure(sides: list[Side], drawer: Reference, plan: list, timing: TimingPlan
         priority = "raised" if boost.granted else boost.reason
     late_work(counted or disturbed, sides)
     fixed = window_size.fixed_cost([t for turns in [calibration, *counted, *disturbed] for t in turns])
-    return replace(_measurement(counted, disturbed, sides, rounds.layout.calls, reasons, priority, timing, fixed),
+    cold = window_size.cold_cost([t for turns in [*counted, *disturbed] for t in turns])
+    return replace(_measurement(counted, disturbed, sides, rounds.layout.calls, reasons, priority, timing, fixed, cold),
                    spent=spent)
 
 
@@ -253,11 +255,13 @@ def _observed(turns: list[Turn]) -> None:
 
 
 def _measurement(counted: list[list[Turn]], disturbed: list[list[Turn]], sides: list[Side], calls: int,
-                 reasons: list[str], priority: str, timing: TimingPlan, fixed_ns: float) -> Measurement:
+                 reasons: list[str], priority: str, timing: TimingPlan, fixed_ns: float,
+                 cold_ns: float = 0.0) -> Measurement:
     """The counted rounds' times, each window's less ``fixed_ns`` (the median empty window of the record
-    side: the protocol's cost, the same for every side), plus what a side's Collect took beyond the record
-    side's and what it computed before its clock (verifier.monitor.late_work); where too few were undisturbed,
-    every round's, not trusted."""
+    side: the protocol's cost, the same for every side) and ``cold_ns`` (what the record side's first call of a
+    window takes beyond its others: waking its threads, which every side pays once a window), plus what a side's
+    Collect took beyond the record side's and what it computed before its clock (verifier.monitor.late_work);
+    where too few were undisturbed, every round's, not trusted."""
     trusted, why, used = True, "", counted
     if len(counted) < _trusted_min(timing):
         trusted, used = False, counted + disturbed
@@ -267,9 +271,11 @@ def _measurement(counted: list[list[Turn]], disturbed: list[list[Turn]], sides: 
     late = [0.0] + [late_ns(used, i) for i in range(1, len(sides))]
     turns_of = [[next(t for t in turns if t.side == i) for turns in used] for i in range(len(sides))]
     early = [[early_ns(t) for t in turns_of[i]] for i in range(len(sides))]  # 0 where nothing was recorded
-    times = tuple(tuple(t.ms_per_call_less(fixed_ns) + (late[i] + e) / calls / 1e6 for t, e in zip(turns_of[i], early[i]))
+    times = tuple(tuple(t.ms_per_call_less(fixed_ns + cold_ns) + (late[i] + e) / calls / 1e6
+                        for t, e in zip(turns_of[i], early[i]))
                   for i in range(len(sides)))
     return Measurement(times, calls, len(disturbed), tuple(reasons), priority, trusted, why, fixed_ns / 1e6,
+                       cold_ns / 1e6,
                        late_ms=tuple(x / 1e6 for x in late),
                        early_ms=tuple(statistics.fmean(e) / 1e6 if e else 0.0 for e in early))
 

@@ -50,6 +50,16 @@ def fixed_cost(turns: list[Turn]) -> float:
     return statistics.median(empties) if empties else 0.0
 
 
+def cold_cost(turns: list[Turn]) -> float:
+    """The median of what the record side's (the trusted reference worker's) first call of a window took
+    beyond its median call (ns; verifier.sandbox.serve.first_call_excess), over ``turns`` of three calls or
+    more. A window starts with its side's threads asleep, on cores that may have gone idle, where a user's
+    loop of back-to-back calls finds them awake: every side pays this once a window, and it is taken off every
+    side's windows as the fixed cost is. A runner's own figure is never read: it could say anything."""
+    excess = [turn.answer.first_call_excess_ns for turn in turns if turn.side == 0 and turn.answer.calls >= 3]
+    return float(statistics.median(excess)) if excess else 0.0
+
+
 def calls_per_window(turns: list[Turn], window_ms: float, most: int, draw_ms: float = 0.0,
                      shortest_ms: float = 10.0, draw_budget_ms: float = 60.0) -> int:
     """How many calls of the fastest per-call time among ``turns`` (their windows less the fixed cost:

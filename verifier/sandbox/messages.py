@@ -123,7 +123,12 @@ class Run:
 
 @dataclass(frozen=True)
 class Ran:
+    """A Run's end. ``first_call_excess_ns``: how much longer the window's first call took than its median
+    call, by the peer's own clock (verifier.sandbox.serve); the monitor reads it from the trusted reference
+    worker only (verifier.monitor.window_size.cold_cost), never from a runner."""
+
     KIND: ClassVar[str] = "ran"
+    first_call_excess_ns: int = 0
 
 
 @dataclass(frozen=True)
