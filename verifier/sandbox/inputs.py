@@ -132,7 +132,8 @@ class TrialInputs:
     (:func:`make_inputs`, keyed by the trial that seeds them) are kept, within ``budget`` bytes, and
     handed out as copies: bit for bit what drawing again gives, whatever the caller then does to them
     (the reference's forward may work in place; the probes change them). A kept draw is dropped once
-    every trial built on it was handed to the monitor (:meth:`served`)."""
+    every trial built on it was handed to the monitor (:meth:`served`); the last of them gets the draw
+    itself (:meth:`take`)."""
 
     def __init__(self, problem: Problem, seed: int, trials: list[Trial], budget: int = KEPT_INPUT_BYTES,
                  fill=None) -> None:

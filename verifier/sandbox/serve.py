@@ -139,9 +139,10 @@ class CallServer:
         del blocks
 
     def run(self, count: int) -> msg.Ran:
-        """The timed part: nothing but the model's calls (and one synchronize). ``count`` 0: an empty
-        window, the same path without a call (the monitor times it to learn the protocol's fixed cost;
-        the window before it stays collectable)."""
+        """The timed part: nothing but the model's calls (and one synchronize), the clock read after each
+        (:func:`first_call_excess`: every side's loop alike, the reference worker's figure alone is read).
+        ``count`` 0: an empty window, the same path without a call (the monitor times it to learn the
+        protocol's fixed cost; the window before it stays collectable)."""
         import torch
 
         staged, model = self.staged, self.model
@@ -153,8 +154,8 @@ class CallServer:
         if self.device != "cpu" or self.flush is not None:
             self.staged = []  # a device's copies (and a flushed cache) serve one window
         before = self.calls()
-        clock, ends = time.perf_counter_ns, [time.perf_counter_ns()]
-        results = []
+        clock, results = time.perf_counter_ns, []
+        ends = [clock()]
         with torch.no_grad():
             for inputs in staged:
                 results.append(model(*inputs))
