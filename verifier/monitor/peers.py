@@ -122,7 +122,7 @@ def run(process: Sandboxed, arena: Arena, calls: int, out_start: int, deadline: 
         collected = _expect(process, msg.Collect(out_start, describe), deadline,
                             msg.Described if describe else msg.Collected, during)
         marks += [mark()] if mark else []
-    excess = max(0, int(ran.first_call_excess_ns))
+    excess = max(0, int(collected.first_call_excess_ns))
     if describe:
         return Answer((), (), ns, max(0, int(collected.native_calls)), collected.note[:2000], tuple(marks), calls,
                       collected.outputs, first_call_excess_ns=excess)

@@ -123,12 +123,7 @@ class Run:
 
 @dataclass(frozen=True)
 class Ran:
-    """A Run's end. ``first_call_excess_ns``: how much longer the window's first call took than its median
-    call, by the peer's own clock (verifier.sandbox.serve); the monitor reads it from the trusted reference
-    worker only (verifier.monitor.window_size.cold_cost), never from a runner."""
-
     KIND: ClassVar[str] = "ran"
-    first_call_excess_ns: int = 0
 
 
 @dataclass(frozen=True)
@@ -148,6 +143,8 @@ class Collected:
     outputs: list  # per call of the window, its outputs' arena spec
     native_calls: int = 0  # native calls made during the window's forwards
     note: str = ""  # the backend's runtime note (verifier.backends.base.Backend.runtime_note)
+    first_call_excess_ns: int = 0  # how much longer the window's first call took than its median call, by the
+    # peer's own clock (verifier.sandbox.serve); read from the trusted reference worker only, never a runner's
 
 
 @dataclass(frozen=True)
@@ -156,6 +153,7 @@ class Described:
     outputs: list  # per call of the window, its outputs' layouts in the peer's memory (offset: the address)
     native_calls: int = 0
     note: str = ""
+    first_call_excess_ns: int = 0  # as Collected's
 
 
 @dataclass(frozen=True)

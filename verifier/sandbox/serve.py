@@ -67,6 +67,7 @@ class CallServer:
         self.outputs: list[list] = []  # per call of the last Run, its outputs
         self.inputs_run: list[list] = []  # the inputs of those calls (outputs must not alias them)
         self.window_calls = 0  # native calls made during the last Run
+        self.call_ends: list[int] = []  # the clock after each call of the last Run (and before the first)
         self.kept: list = []  # earlier windows' last outputs, kept alive so no fresh output lands on them
         self.described: list = []  # the last window's outputs, described: alive until the next Collect
         self.output_bytes: list[int] = []  # the storage bytes of each output of the last call collected
@@ -140,7 +141,8 @@ class CallServer:
 
     def run(self, count: int) -> msg.Ran:
         """The timed part: nothing but the model's calls (and one synchronize), the clock read after each
-        (:func:`first_call_excess`: every side's loop alike, the reference worker's figure alone is read).
+        (every side's loop alike; Collect, untimed, says what the first call took beyond the others:
+        :func:`first_call_excess`, the reference worker's figure alone is read).
         ``count`` 0: an empty window, the same path without a call (the monitor times it to learn the
         protocol's fixed cost; the window before it stays collectable)."""
         import torch
@@ -164,7 +166,8 @@ class CallServer:
         self.window_calls = self.calls() - before
         self.outputs = [list(r) if isinstance(r, (tuple, list)) else [r] for r in results]
         self.inputs_run = staged
-        return msg.Ran(first_call_excess(ends) if self.device == "cpu" else 0)
+        self.call_ends = ends if self.device == "cpu" else []
+        return msg.Ran()
 
     def collect(self, out_start: int, describe: bool = False) -> Any:
         import torch
@@ -183,13 +186,13 @@ class CallServer:
             previous, self.described, self.kept = self.described, outputs, []
             del previous
             return msg.Described([[_where(i, out) for i, out in enumerate(outs)] for outs in outputs],
-                                 self.window_calls, self.note())
+                                 self.window_calls, self.note(), first_call_excess(self.call_ends))
         specs, offset = [], out_start
         for call_outputs in outputs:
             spec = write_outputs(call_outputs, self.arena, offset)
             specs.append(spec)
             offset = _end(spec, offset)
-        return msg.Collected(specs, self.window_calls, self.note())
+        return msg.Collected(specs, self.window_calls, self.note(), first_call_excess(self.call_ends))
 
     def reuse(self, outputs: list[list], inputs: list[list]) -> str:
         """Outputs must be fresh tensors: not an input's storage, not another output's of this window,
