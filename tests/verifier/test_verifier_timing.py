@@ -70,6 +70,19 @@ def test_the_near_duplicate_is_the_same_every_time_it_is_drawn(monkeypatch):
         torch.set_num_threads(previous)
 
 
+TRANSPOSED = """
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x.sum(dim=1)
+
+
+def get_inputs():
+    return [torch.randn(48, 32).t()]
+"""
 SHARED = """
 import torch
 import torch.nn as nn
@@ -129,6 +142,28 @@ def test_every_trial_is_drawn_once_and_each_copy_is_what_drawing_again_gives(tri
     kept.get(base)
     kept.served(base)  # the near-duplicate still needs its base
     assert base.index in kept.kept
+
+
+def test_the_probes_change_a_transposed_input_in_place_as_they_change_its_contiguous_copy():
+    """A task whose get_inputs() returns a transposed tensor (no flat view) has its perturbation probe and its
+    near-duplicate audit made in place, at the same positions in row-major order as for a contiguous input:
+    the reference worker used to fail on it ('view size is not compatible'), and every verification with it."""
+    problem, seed = inp.load_problem(TRANSPOSED), 4321
+    for trial in inp.plan(5):
+        if trial.kind == "perturb" or trial.distribution == "near-duplicate":
+            base = inp.inputs_for(problem, seed, inp.Trial(0, "check", inp.DISTRIBUTIONS[0]) if trial.kind == "perturb"
+                                  else inp.Trial(trial.index - 1, trial.kind, inp.TIMED))[0]
+            strided = base.clone().t().contiguous().t()  # the same values, the transposed layout
+            assert not strided.is_contiguous()
+            storage = strided.untyped_storage().data_ptr()
+            dense = base.contiguous()
+            change = inp.perturb_in_place if trial.kind == "perturb" else (
+                lambda xs, s: inp.shuffle_some(xs, s, inp.NEAR_DUPLICATE_FRACTION, "near-duplicate"))
+            change([strided], seed)
+            change([dense], seed)
+            assert strided.untyped_storage().data_ptr() == storage and torch.equal(strided, dense)
+            assert not torch.equal(strided, base)
+            assert torch.equal(inp.inputs_for(problem, seed, trial)[0], dense)
 
 
 def test_the_monitors_draw_of_a_trial_hands_over_the_kept_draw_once_no_other_trial_needs_it(trial_fill):

@@ -93,13 +93,12 @@ def perturb_in_place(inputs: list, seed: int, fraction: float = PERTURB_FRACTION
     storage, new content)."""
     for x in inputs:
         if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 0:
-            flat = x.view(-1)
             gen = torch.Generator().manual_seed(derive_seed(seed, tag))
-            count = max(1, int(flat.numel() * fraction))
+            count = max(1, int(x.numel() * fraction))
             # positions drawn with replacement: a permutation of every element costs ~1 s for a 8M-element
             # input and a repeated position only means slightly fewer distinct elements change
-            idx = torch.randint(flat.numel(), (count,), generator=gen)
-            flat[idx] = (-flat[idx] * 2.0 + 0.5).to(flat.dtype)
+            flat, at = _in_place(x, torch.randint(x.numel(), (count,), generator=gen))
+            flat[at] = (-flat[at] * 2.0 + 0.5).to(x.dtype)
             return
 
 
@@ -109,15 +108,24 @@ def shuffle_some(inputs: list, seed: int, fraction: float, tag: str) -> None:
     looks like any timed call)."""
     for x in inputs:
         if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel() > 1:
-            flat = x.view(-1)
             gen = torch.Generator().manual_seed(derive_seed(seed, tag))
-            count = max(1, int(flat.numel() * fraction))
+            count = max(1, int(x.numel() * fraction))
             # each position once: a position drawn twice would take one of two values, whichever thread of a
             # parallel index_put wrote last, and the audit's own reference output would not be reproducible
-            at = torch.unique(torch.randint(flat.numel(), (count,), generator=gen))
-            shift = torch.randint(1, flat.numel(), (at.numel(),), generator=gen)
-            flat[at] = flat[(at + shift) % flat.numel()].clone()
+            at = torch.unique(torch.randint(x.numel(), (count,), generator=gen))
+            shift = torch.randint(1, x.numel(), (at.numel(),), generator=gen)
+            flat, to = _in_place(x, at)
+            flat[to] = flat[_in_place(x, (at + shift) % x.numel())[1]].clone()
             return
+
+
+def _in_place(x: torch.Tensor, positions: torch.Tensor) -> tuple[torch.Tensor, object]:
+    """(a tensor, an index into it) that reach ``positions`` of ``x`` in its row-major order and write to ``x``
+    itself: its flat view where it is contiguous, ``x`` and the positions' coordinates where it is not (a
+    transposed input has no flat view)."""
+    if x.is_contiguous():
+        return x.view(-1), positions
+    return x, torch.unravel_index(positions, x.shape)
 
 
 def inputs_for(problem: Problem, seed: int, trial: Trial, fill=None) -> list:
