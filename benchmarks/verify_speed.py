@@ -4,7 +4,8 @@ profile would), as a campaign meets them: the first verification of a process (n
 runner and the reference worker start, torch is imported, the build is cold) and the ones after it
 (spares booted while the previous verification ran: verifier.monitor.pool; the build cached), plus
 the compile time of the fast loader, and where the latency gate's seconds went (verifier.result.LatencyTime:
-the timed windows, drawing the inputs, staging them, checking outputs, waiting for spares). The timing
+the timed windows, drawing the inputs, staging them (writing each side's inputs, reading its outputs, its Stage
+commands, settling it), checking outputs, waiting for spares). The timing
 floor and the A/A noise floor: benchmarks.timing_floor.
 
 ``--gap-s S`` waits S seconds between verifications, as a campaign's LLM call does: spares still booting
@@ -187,7 +188,12 @@ def main() -> None:
             print(f"  {name:16s} {mode:6s}: total {row['total']:.2f} s ({gates}); speedup {row['speedup']:.2f}x, "
                   f"{row['calls']:.0f} calls a window, {row['played']:.0f} rounds played of which {row['counted']:.0f} counted and "
                   f"{row['retimed']:.0f} retimed, CI +-{row['ci'] * 100:.1f}%")
-            split = ", ".join(f"{k[8:]} {v:.2f}" for k, v in row.items() if k.startswith("latency "))
+            spent = {k[8:]: v for k, v in row.items() if k.startswith("latency ")}
+            parts = ("inputs", "outputs", "stage", "settle")  # what the staging went on
+            split = ", ".join(f"{k} {v:.2f}" + (f" (writing inputs {spent['inputs']:.2f}, reading outputs "
+                                                  f"{spent['outputs']:.2f}, Stage {spent['stage']:.2f}, settling "
+                                                  f"{spent['settle']:.2f})" if k == "staging" else "")
+                              for k, v in spent.items() if k not in parts)
             print(f"  {'':16s} {'':6s}  latency gate: {split} s")
     nexts = [modes["next"]["total"] for modes in verify_s.values()]
     print(f"median seconds per verification after the first: {statistics.median(nexts):.2f}")

@@ -38,16 +38,25 @@ class LatencyTime:
 
     windows_s: float = 0.0  # every side's timed windows: calibration, warm-up, observed, retimed rounds too
     drawing_s: float = 0.0  # the reference worker drawing every call's fresh input set
-    staging_s: float = 0.0  # inputs written into each side's arena; sides stopped, continued, settled
+    staging_s: float = 0.0  # everything of a side's turn but its window: the four below, stopping and continuing
+    # it, its priority, the record side's empty window
     checking_s: float = 0.0  # every window's outputs checked against the reference's
     spares_s: float = 0.0  # stopping the spare processes still booting (verifier.monitor.pool.paused)
     other_s: float = 0.0  # the rest: window sizing, the post-timing trials, the bootstrap
     rounds_played: int = 0  # every round: calibration, warm-up, observed, counted and retimed ones
+    # parts of staging_s:
+    inputs_s: float = 0.0  # the round's inputs written into each side's arena just before its turn
+    outputs_s: float = 0.0  # each window's outputs read out of the stopped side's memory
+    stage_s: float = 0.0  # the sides' Stage commands: views of a new layout, the heap grown before a larger window
+    # (its pages faulted in), a device's copies
+    settle_s: float = 0.0  # a continued side's threads going back to sleep before its window (verifier.monitor.freeze)
 
     def line(self) -> str:
         return (f"{self.rounds_played} rounds: timed windows {self.windows_s:.2f} s, drawing inputs "
-                f"{self.drawing_s:.2f} s, staging {self.staging_s:.2f} s, checking outputs {self.checking_s:.2f} s, "
-                f"pausing booting spares {self.spares_s:.2f} s, other {self.other_s:.2f} s")
+                f"{self.drawing_s:.2f} s, staging {self.staging_s:.2f} s (writing inputs {self.inputs_s:.2f}, "
+                f"reading outputs {self.outputs_s:.2f}, Stage {self.stage_s:.2f}, settling {self.settle_s:.2f}), "
+                f"checking outputs {self.checking_s:.2f} s, pausing booting spares {self.spares_s:.2f} s, "
+                f"other {self.other_s:.2f} s")
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ again on fresh inputs (verifier.monitor.timing decides how often, and what repea
 from __future__ import annotations
 
 import time
-from contextlib import nullcontext
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -104,9 +105,22 @@ class Spent:
 
     windows: float = 0.0
     drawing: float = 0.0
-    staging: float = 0.0
+    staging: float = 0.0  # a turn's time outside its window, of which:
+    inputs: float = 0.0  # the inputs written into the side's arena
+    outputs: float = 0.0  # its window's outputs read out of it
+    stage: float = 0.0  # its Stage commands
+    settle: float = 0.0  # its threads going back to sleep after the continue
     checking: float = 0.0
     played: int = 0  # rounds played, every kind: calibration, warm-up, observed, counted, retimed
+
+    @contextmanager
+    def timed(self, part: str) -> Iterator[None]:
+        """The wall clock of the block added to ``part`` (one of the staging parts)."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            setattr(self, part, getattr(self, part) + time.perf_counter() - started)
 
 
 class Rounds:
@@ -216,16 +230,20 @@ class Rounds:
         try:
             if not device and self.staged.get(i) != specs:
                 release(pid)
-                self._stage(side, specs, deadline, during)
+                with self.spent.timed("stage"):
+                    self._stage(side, specs, deadline, during)
                 hold(pid)
-            copying.copy(np.frombuffer(side.arena.map, np.uint8, self.inputs.size), self.inputs)
+            with self.spent.timed("inputs"):
+                copying.copy(np.frombuffer(side.arena.map, np.uint8, self.inputs.size), self.inputs)
             faulted = page_faults(pid)
             with outside.watching() if outside is not None else nullcontext() as watched:
                 with recorder.recording() if recorder is not None else nullcontext() as settling:
                     release(pid)
                     if device:
-                        self._stage(side, specs, deadline, during)
-                    settle(pid)
+                        with self.spent.timed("stage"):
+                            self._stage(side, specs, deadline, during)
+                    with self.spent.timed("settle"):
+                        settle(pid)
                 began = time.monotonic_ns()
                 answer = self._run(side, len(specs), deadline, during, lambda: self.ledger.mark(i), device)
                 if i == 0:
@@ -234,7 +252,8 @@ class Rounds:
                 stopping = hold(pid)
                 faulted = page_faults(pid) - faulted
                 if answer.described is not None:
-                    answer = self._read_described(side, answer, during, reads)
+                    with self.spent.timed("outputs"):
+                        answer = self._read_described(side, answer, during, reads)
         finally:
             if stopping is None:  # a failure: stopped all the same
                 hold(pid)

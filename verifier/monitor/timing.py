@@ -372,5 +372,6 @@ def latency(peers: Peers, plan: list, timing: TimingPlan, tol: Tolerance, seed: 
     seconds, spent = time.perf_counter() - start + spares_s, measured.spent
     parts = (spent.windows, spent.drawing, spent.staging, spent.checking, spares_s)
     result = replace(result, time=LatencyTime(*parts, other_s=max(0.0, seconds - sum(parts)),
-                                              rounds_played=spent.played))
+                                              rounds_played=spent.played, inputs_s=spent.inputs,
+                                              outputs_s=spent.outputs, stage_s=spent.stage, settle_s=spent.settle))
     return latency_gate(result, seconds), result
