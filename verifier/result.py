@@ -38,8 +38,8 @@ class LatencyTime:
 
     windows_s: float = 0.0  # every side's timed windows: calibration, warm-up, observed, retimed rounds too
     drawing_s: float = 0.0  # the reference worker drawing every call's fresh input set
-    staging_s: float = 0.0  # everything of a side's turn but its window: the four below, stopping and continuing
-    # it, its priority, the record side's empty window
+    staging_s: float = 0.0  # everything of a side's turn but its window (the record side's with the empty window
+    # after it): the four below, stopping and continuing the side, raising and lowering its priority
     checking_s: float = 0.0  # every window's outputs checked against the reference's
     spares_s: float = 0.0  # stopping the spare processes still booting (verifier.monitor.pool.paused)
     other_s: float = 0.0  # the rest: window sizing, the post-timing trials, the bootstrap
