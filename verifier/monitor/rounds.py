@@ -229,10 +229,7 @@ class Rounds:
         recorder = side.outside if side.outside is not None and not observe and not device else None
         try:
             if not device and self.staged.get(i) != specs:
-                release(pid)
-                with self.spent.timed("stage"):
-                    self._stage(side, specs, deadline, during)
-                hold(pid)
+                self._restage(side, specs, deadline, during)
             with self.spent.timed("inputs"):
                 copying.copy(np.frombuffer(side.arena.map, np.uint8, self.inputs.size), self.inputs)
             faulted = page_faults(pid)
@@ -265,6 +262,13 @@ class Rounds:
             if outside else None
         settled = recorder.work_ns(settling) if recorder is not None else 0
         return Turn(i, answer, account(i, *answer.marks, stopping, self.ledger.cpus[i]), seen, fixed, faulted, settled)
+
+    def _restage(self, side: Side, specs: list[list], deadline: float, during: str) -> None:
+        """A stopped side's views staged for a new layout: continued for its Stage, then stopped again."""
+        release(side.pid())
+        with self.spent.timed("stage"):
+            self._stage(side, specs, deadline, during)
+        hold(side.pid())
 
     def _stage(self, side: Side, specs: list[list], deadline: float, during: str) -> None:
         try:
