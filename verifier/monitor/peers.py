@@ -100,6 +100,18 @@ def stage(process: Sandboxed, sets: list[list], deadline: float, during: str) ->
     _expect(process, msg.Stage(sets), deadline, msg.Staged, during)
 
 
+def stage_send(process: Sandboxed, sets: list[list], during: str) -> None:
+    """:func:`stage`'s request alone, so that several peers stage at once (:func:`stage_wait` for each)."""
+    _send(process, msg.Stage(sets), during)
+
+
+def stage_wait(process: Sandboxed, deadline: float, during: str) -> None:
+    """The Staged answer to :func:`stage_send`'s request."""
+    got = receive(process, deadline, (msg.Staged, msg.CallFailed), during)
+    if isinstance(got, msg.CallFailed):
+        raise _failed(got)
+
+
 def run(process: Sandboxed, arena: Arena, calls: int, out_start: int, deadline: float, during: str,
         mark: Callable[[], object] | None = None, clock: Callable[[], ContextManager] = nullcontext,
         borrow: bool = False, describe: bool = False) -> Answer:

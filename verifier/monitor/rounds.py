@@ -3,7 +3,8 @@ turn while every other side is stopped, and the operating system's account of ea
 
 A round: the reference worker draws the round's input sets (one per call of a window) from the secret
 seed into its draw arena (an arena of its own that only Draw writes; the monitor reads the sets there)
-and is stopped again. Then, side after side in an
+and is stopped again. Sides whose views are for another layout (a window of a new size) are staged for
+it together, each on a CPU of its own, and stopped again. Then, side after side in an
 order drawn from the secret seed, the monitor raises the side's priority (verifier.monitor.priority),
 writes the inputs into its arena while it is stopped (so every side's inputs were last written by the
 monitor, just before its turn: no side starts with them warmer in its cache), continues it, lets its
@@ -36,7 +37,7 @@ import numpy as np
 from verifier.monitor import copying
 from verifier.monitor.freeze import hold, release, settle
 from verifier.monitor.ledger import Ledger, TurnAccount, account, page_faults
-from verifier.monitor.peers import Answer, PeerFailure, empty, read_described, run, stage
+from verifier.monitor.peers import Answer, PeerFailure, empty, read_described, run, stage, stage_send, stage_wait
 from verifier.monitor.priority import Boost
 from verifier.monitor.reference import Reference, ReferenceFailed
 from verifier.monitor.remote_outputs import Reads, RemoteOutputs, readable
@@ -166,6 +167,8 @@ class Rounds:
         self.spent.played += 1
         self._specs = specs
         reads = Reads.drawn(len(items), whole, self.picks)  # the round's: the same for every side
+        if not device:
+            self._stage_together([i for i in order if self.staged.get(i) != specs], specs)
         turns = [self.turn(i, specs, device, observe, reads) for i in order]
         started = time.perf_counter()
         try:
@@ -269,6 +272,47 @@ class Rounds:
         with self.spent.timed("stage"):
             self._stage(side, specs, deadline, during)
         hold(side.pid())
+
+    def _stage_together(self, due: list[int], specs: list[list]) -> None:
+        """The stopped sides ``due`` staged for a new layout at once, each on a CPU of its own (the Stage before
+        a window of more calls than any before grows the side's heap: 0.1-0.2 s a side, one CPU each), then
+        stopped again, before any side's turn. Every side that was asked is waited for (its channel stays in
+        step) before the first failure is raised."""
+        if len(due) < 2:
+            return  # one side restages in its turn
+        started = time.perf_counter()
+        asked: list[int] = []
+        failures: list[Exception] = []
+        for i in due:
+            release(self.sides[i].pid())
+        try:
+            for i in due:
+                side = self.sides[i]
+                if self._failed(side, lambda: stage_send(side.process, specs, f"{side.name}'s timing"), failures):
+                    asked.append(i)
+            for i in asked:
+                side, deadline = self.sides[i], time.monotonic() + self.sides[i].deadline_s
+                if self._failed(side, lambda: stage_wait(side.process, deadline, f"{side.name}'s timing"), failures):
+                    self.staged[i] = specs
+        finally:
+            for i in due:
+                hold(self.sides[i].pid())
+            elapsed = time.perf_counter() - started
+            self.spent.stage += elapsed
+            self.spent.staging += elapsed
+        if failures:
+            raise failures[0]
+
+    @staticmethod
+    def _failed(side: Side, step: Callable[[], None], failures: list[Exception]) -> bool:
+        """Whether ``step`` for ``side`` went through; if not, its PeerFailure (the machine's where the side is
+        trusted) is added to ``failures``."""
+        try:
+            step()
+            return True
+        except PeerFailure as failure:
+            failures.append(_machine(side, failure) if side.trusted else failure)
+            return False
 
     def _stage(self, side: Side, specs: list[list], deadline: float, during: str) -> None:
         try:
