@@ -120,7 +120,7 @@ class CallServer:
     def grow_heap(self, calls: int) -> None:
         """Before the first window of ``calls`` calls (more than any before; never a one-call window, as the
         correctness phase's), the heap grown by :data:`HEAP_WINDOWS` windows of outputs of the sizes the last
-        call returned: blocks allocated as torch allocates its outputs, a byte of each page written (no
+        call returned: blocks allocated as torch allocates its outputs, each page faulted in (:func:`_fault_in`; no
         parallel region), and all freed, so the windows' outputs reuse faulted pages from the first."""
         import torch
 
@@ -134,7 +134,7 @@ class CallServer:
             for _ in range(count):
                 for size in sizes:
                     blocks.append(torch.empty(size, dtype=torch.uint8))
-                    blocks[-1].numpy()[::PAGE] = 0
+                    _fault_in(blocks[-1].numpy())
         except (RuntimeError, MemoryError):  # the process's memory limit: the warm-up rounds settle the rest
             pass
         del blocks
@@ -217,6 +217,39 @@ class CallServer:
             seen += fresh
         self.kept = seen[-KEEP:]
         return ""
+
+
+def _fault_in(block) -> None:
+    """Every page of ``block`` (a uint8 numpy array) faulted in as writing a byte of each would: the kernel
+    does it for the whole pages at once (``MADV_POPULATE_WRITE``, Linux 5.14: 384 MB in 166-179 ms against
+    216-239 ms a byte at a time, here), the pages at its ends by writing; a byte at a time where the call
+    is refused."""
+    global _madvise
+    if _madvise is None:
+        _madvise = _libc_madvise()
+    start = block.ctypes.data
+    first, end = -(-start // PAGE) * PAGE, (start + block.size) // PAGE * PAGE
+    if _madvise and end > first and _madvise(first, end - first, MADV_POPULATE_WRITE) == 0:
+        block[:1] = 0
+        block[-1:] = 0
+        return
+    block[::PAGE] = 0
+    block[-1:] = 0
+
+
+MADV_POPULATE_WRITE = 23
+_madvise = None  # libc's madvise once looked up; False where it cannot be called
+
+
+def _libc_madvise():
+    import ctypes
+
+    try:
+        call = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return False
+    call.argtypes, call.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
+    return call
 
 
 def first_call_excess(ends: list[int]) -> int:
