@@ -288,11 +288,11 @@ class Rounds:
         try:
             for i in due:
                 side = self.sides[i]
-                if self._failed(side, lambda: stage_send(side.process, specs, f"{side.name}'s timing"), failures):
+                if self._went_through(side, lambda: stage_send(side.process, specs, f"{side.name}'s timing"), failures):
                     asked.append(i)
             for i in asked:
                 side, deadline = self.sides[i], time.monotonic() + self.sides[i].deadline_s
-                if self._failed(side, lambda: stage_wait(side.process, deadline, f"{side.name}'s timing"), failures):
+                if self._went_through(side, lambda: stage_wait(side.process, deadline, f"{side.name}'s timing"), failures):
                     self.staged[i] = specs
         finally:
             for i in due:
@@ -304,7 +304,7 @@ class Rounds:
             raise failures[0]
 
     @staticmethod
-    def _failed(side: Side, step: Callable[[], None], failures: list[Exception]) -> bool:
+    def _went_through(side: Side, step: Callable[[], None], failures: list[Exception]) -> bool:
         """Whether ``step`` for ``side`` went through; if not, its PeerFailure (the machine's where the side is
         trusted) is added to ``failures``."""
         try:
