@@ -97,7 +97,8 @@ def window(process: Sandboxed, arena: Arena, sets: list[list], out_start: int, d
 def stage(process: Sandboxed, sets: list[list], deadline: float, during: str) -> None:
     """The peer makes ``sets`` ready for the next Run (untimed); on the CPU it only builds views of the
     arena, so the inputs may be written after it, and it stays valid for later windows on the same layout."""
-    _expect(process, msg.Stage(sets), deadline, msg.Staged, during)
+    stage_send(process, sets, during)
+    stage_wait(process, deadline, during)
 
 
 def stage_send(process: Sandboxed, sets: list[list], during: str) -> None:

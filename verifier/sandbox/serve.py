@@ -229,11 +229,9 @@ def _fault_in(block) -> None:
         _madvise = _libc_madvise()
     start = block.ctypes.data
     first, end = -(-start // PAGE) * PAGE, (start + block.size) // PAGE * PAGE
-    if _madvise and end > first and _madvise(first, end - first, MADV_POPULATE_WRITE) == 0:
-        block[:1] = 0
-        block[-1:] = 0
-        return
-    block[::PAGE] = 0
+    if not (_madvise and end > first and _madvise(first, end - first, MADV_POPULATE_WRITE) == 0):
+        block[::PAGE] = 0
+    block[:1] = 0
     block[-1:] = 0
 
 
