@@ -19,6 +19,11 @@ CATALOG_FILE = "catalog.sqlite"  # memory_lake.storage.CATALOG_FILE (kept here: 
 OLD_META_FILE = "lake.json"  # memory_lake.catalog.OLD_META_FILE: a format-1 lake
 SQLITE_MAGIC = b"SQLite format 3\x00"
 DUCKLAKE_TABLE = "ducklake_metadata"
+# How long the check waits for a catalog another process holds locked. Reading its table list takes
+# milliseconds and a WAL catalog's writers do not hold readers off, so a lock that does for this long is a
+# process's that stopped mid-write (a campaign suspended with Ctrl-Z, or SIGSTOP): waiting longer would not
+# end it, and a locked catalog is a database in use, not a damaged one.
+LOCK_WAIT_S = 2.0
 
 
 def directory_of(uri: str | os.PathLike) -> Path | None:
@@ -79,17 +84,27 @@ def _check_catalog(catalog: Path, flag: str) -> None:
         what = "empty" if not head else "not a SQLite database"
         raise InputError(f"{flag} {catalog}: {what}; the lake's catalog is damaged ({advice})")
     try:
-        db = sqlite3.connect(f"{catalog.resolve().as_uri()}?mode=ro", uri=True, timeout=10)
+        db = sqlite3.connect(f"{catalog.resolve().as_uri()}?mode=ro", uri=True, timeout=LOCK_WAIT_S)
         try:
             found = db.execute("SELECT count(*) FROM sqlite_master WHERE name = ?", (DUCKLAKE_TABLE,)).fetchone()[0]
         finally:
             db.close()
     except sqlite3.Error as exc:
+        if _held_by_another_process(exc):
+            return  # a database in use (a campaign or a compaction writing it), not a damaged one: the campaign's
+            # lease, or the lake's own open, says who holds it
         raise InputError(f"{flag} {catalog}: unreadable SQLite database ({exc}); the lake's catalog is damaged "
                          f"({advice})") from None
     if not found:
         raise InputError(f"{flag} {catalog}: a SQLite database without DuckLake's tables, not a lake's catalog "
                          f"({advice})")
+
+
+def _held_by_another_process(exc: sqlite3.Error) -> bool:
+    """SQLITE_BUSY or SQLITE_LOCKED (and their extended codes): "database is locked", which says the file is a
+    SQLite database another connection is using."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 
 
 def _check_creatable(directory: Path, flag: str) -> None:

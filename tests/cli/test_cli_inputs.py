@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
+import time
 from datetime import datetime, timezone
 
 import pytest
@@ -185,6 +188,33 @@ def test_a_damaged_catalog_is_named_as_damaged_not_as_existing(tmp_path, content
     with pytest.raises(InputError) as info:
         inputs_lake.lake_path(catalog.parent, must_exist=False)
     assert expected in _one_line(info) and "damaged" in str(info.value) or "not a lake's catalog" in str(info.value)
+
+
+def test_a_catalog_another_process_holds_locked_is_in_use_not_damaged(tmp_path):
+    """A campaign stopped mid-commit (Ctrl-Z, SIGSTOP) holds its lake's catalog locked: a second command on that
+    lake must not be told that the catalog is damaged and should be restored from a backup (a second start of the
+    same campaign then reads "campaign X is running on HOST pid N" from its lease). Until 2026-12-03 it was, after
+    10 s, in one CI run of test_agent_interrupt."""
+    from memory_lake import Lake
+
+    lake = tmp_path / "lake"
+    Lake.create(lake, backend="cpu").close()
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sqlite3, time\n"
+        f"db = sqlite3.connect({str(lake / 'catalog.sqlite')!r}, isolation_level=None)\n"
+        "db.execute('PRAGMA locking_mode = EXCLUSIVE'); db.execute('BEGIN EXCLUSIVE')\n"
+        "print('held', flush=True); time.sleep(120)\n")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(sqlite3.OperationalError, match="locked"):  # the lock is real: a reader is held off
+            sqlite3.connect(f"{(lake / 'catalog.sqlite').as_uri()}?mode=ro", uri=True, timeout=0.1).execute(
+                "SELECT count(*) FROM sqlite_master").fetchone()
+        started = time.monotonic()
+        assert inputs_lake.lake_path(lake, must_exist=True) == lake
+        assert time.monotonic() - started < inputs_lake.LOCK_WAIT_S + 5
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_lake_paths_that_cannot_hold_a_lake(tmp_path):
