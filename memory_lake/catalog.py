@@ -188,7 +188,9 @@ def stored_table_options(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str]
 
 
 def _present_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
-    return {row[0] for row in con.execute("SELECT table_name FROM duckdb_tables() WHERE database_name = $db",
+    """The lake's tables, from DuckDB's column listing: ``duckdb_tables()`` also computes every table's
+    estimated size, 28 ms of a lake's open against 8 ms for the columns (13 tables, 2026-12-03)."""
+    return {row[0] for row in con.execute("SELECT DISTINCT table_name FROM duckdb_columns() WHERE database_name = $db",
                                           {"db": engine.ALIAS}).fetchall()}
 
 
@@ -266,10 +268,11 @@ class CatalogState:
 
 def read_state(con: duckdb.DuckDBPyConnection) -> CatalogState:
     def read(c: duckdb.DuckDBPyConnection) -> CatalogState:
-        tables = frozenset(_present_tables(c))
+        columns = _present_columns(c)
+        tables = frozenset(table for table, _ in columns)  # a table has at least one column
         rows = c.execute(_META_SQL).fetchall() if "lake_meta" in tables else []
         meta = LakeMeta(int(rows[0][0]), str(rows[0][1]), float(rows[0][2]), rows[0][3]) if rows else None
-        return CatalogState(meta, tables, _present_columns(c), stored_table_options(c))
+        return CatalogState(meta, tables, columns, stored_table_options(c))
 
     return engine.transaction(con, read)
 
@@ -330,9 +333,7 @@ def exists(location: Location) -> bool:
 
 
 def _has_meta(con: duckdb.DuckDBPyConnection) -> bool:
-    found = con.execute("SELECT count(*) FROM duckdb_tables() WHERE database_name = $db AND table_name = 'lake_meta'",
-                        {"db": engine.ALIAS}).fetchall()[0][0]
-    return bool(found) and bool(con.execute("SELECT count(*) FROM lake_meta").fetchall()[0][0])
+    return "lake_meta" in _present_tables(con) and bool(con.execute("SELECT count(*) FROM lake_meta").fetchall()[0][0])
 
 
 def _check_exists(location: Location) -> None:
