@@ -90,9 +90,8 @@ def _check_catalog(catalog: Path, flag: str) -> None:
         finally:
             db.close()
     except sqlite3.Error as exc:
-        if _held_by_another_process(exc):
-            return  # a database in use (a campaign or a compaction writing it), not a damaged one: the campaign's
-            # lease, or the lake's own open, says who holds it
+        if _held_by_another_process(exc):  # a database in use (a campaign or a compaction writing it), not a
+            return  # damaged one: the campaign's lease, or the lake's own open, says who holds it
         raise InputError(f"{flag} {catalog}: unreadable SQLite database ({exc}); the lake's catalog is damaged "
                          f"({advice})") from None
     if not found:

@@ -187,11 +187,11 @@ def stored_table_options(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str]
             in con.execute(f"FROM {engine.ALIAS}.options()").fetchall() if scope == "TABLE" and scope_entry}
 
 
-def _present_tables(con: duckdb.DuckDBPyConnection) -> set[str]:
-    """The lake's tables, from DuckDB's column listing: ``duckdb_tables()`` also computes every table's
-    estimated size, 28 ms of a lake's open against 8 ms for the columns (13 tables, 2026-12-03)."""
-    return {row[0] for row in con.execute("SELECT DISTINCT table_name FROM duckdb_columns() WHERE database_name = $db",
-                                          {"db": engine.ALIAS}).fetchall()}
+def _present_tables(con: duckdb.DuckDBPyConnection, columns: frozenset[tuple[str, str]] | None = None) -> set[str]:
+    """The lake's tables, from its column listing (a table has at least one column; ``columns``: that listing,
+    read already): ``duckdb_tables()`` also computes every table's estimated size, 28 ms of a lake's open against
+    8 ms for the columns (13 tables, 2026-12-03)."""
+    return {table for table, _ in (_present_columns(con) if columns is None else columns)}
 
 
 def _present_columns(con: duckdb.DuckDBPyConnection) -> frozenset[tuple[str, str]]:
@@ -269,7 +269,7 @@ class CatalogState:
 def read_state(con: duckdb.DuckDBPyConnection) -> CatalogState:
     def read(c: duckdb.DuckDBPyConnection) -> CatalogState:
         columns = _present_columns(c)
-        tables = frozenset(table for table, _ in columns)  # a table has at least one column
+        tables = frozenset(_present_tables(c, columns))
         rows = c.execute(_META_SQL).fetchall() if "lake_meta" in tables else []
         meta = LakeMeta(int(rows[0][0]), str(rows[0][1]), float(rows[0][2]), rows[0][3]) if rows else None
         return CatalogState(meta, tables, columns, stored_table_options(c))
